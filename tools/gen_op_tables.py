@@ -1,4 +1,4 @@
-"""Regenerate ``gpu_async_lsp/async_region/op_tables.py`` from LLVM 22's op definitions.
+"""Regenerate ``gpu_async_lsp/op_tables.py`` from LLVM 22's op definitions.
 
 Dev tool, not shipped. It reads the ODS records of the covered dialects with
 ``mlir-tblgen-22 --print-records`` (LLVM 22's mlir-tblgen has no ``--dump-json``; the
@@ -40,7 +40,7 @@ from pathlib import Path
 LLVM_ROOT = Path("/usr/lib/llvm-22")
 INCLUDE = LLVM_ROOT / "include"
 MLIR_INCLUDE = INCLUDE / "mlir"
-OUTPUT = Path(__file__).resolve().parent.parent / "gpu_async_lsp" / "async_region" / "op_tables.py"
+OUTPUT = Path(__file__).resolve().parent.parent / "gpu_async_lsp" / "op_tables.py"
 
 # Dialect -> ODS files (relative to include/mlir) that define its ops.
 DIALECT_FILES: dict[str, tuple[str, ...]] = {
@@ -297,7 +297,7 @@ def render(ops: dict[str, OpFacts], version: str) -> str:
         "#   apt-get install -y mlir-22-tools libmlir-22-dev && python tools/gen_op_tables.py",
         '"""Op facts the gpu-async-region rewrite needs, from LLVM 22\'s op definitions.',
         "",
-        "Layer: analysis. Must not import lark, pygls or lsprotocol.",
+        "Bottom layer: facts from LLVM 22 ODS, shared by the syntax and analysis layers. Imports nothing of this package, nor lark, pygls or lsprotocol.",
         "",
         *textwrap.wrap(f"Dialects: {dialects}.", 88),
         "",

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gpu_async_lsp.async_region import op_tables
-from gpu_async_lsp.async_region.op_tables import (
+from gpu_async_lsp import op_tables
+from gpu_async_lsp.op_tables import (
     DEFAULT_DIALECT,
     KNOWN_OPS,
     NO_EFFECT_OPS,
@@ -98,7 +98,7 @@ def test_known_ops_generated_op_classes_are_known(ods_ops):
 
 
 def test_op_tables_checked_in_module_is_regenerated(ods_ops):
-    text = (ROOT / "gpu_async_lsp" / "async_region" / "op_tables.py").read_text()
+    text = (ROOT / "gpu_async_lsp" / "op_tables.py").read_text()
     version = re.search(r"from LLVM (\S+)", text).group(1)
     assert text == gen.render(ods_ops, version), "run python tools/gen_op_tables.py"
 

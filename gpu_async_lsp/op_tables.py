@@ -3,7 +3,7 @@
 #   apt-get install -y mlir-22-tools libmlir-22-dev && python tools/gen_op_tables.py
 """Op facts the gpu-async-region rewrite needs, from LLVM 22's op definitions.
 
-Layer: analysis. Must not import lark, pygls or lsprotocol.
+Bottom layer: facts from LLVM 22 ODS, shared by the syntax and analysis layers. Imports nothing of this package, nor lark, pygls or lsprotocol.
 
 Dialects: builtin, func, arith, math, index, affine, memref, scf, cf, vector, tensor,
 llvm, gpu, async, bufferization, linalg.

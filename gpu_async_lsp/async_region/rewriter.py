@@ -1,0 +1,318 @@
+"""Analysis layer: the token-threading rewrite of MLIR's `-gpu-async-region` pass, planned as
+text edits on the original buffer.
+
+Follows mlir/lib/Dialect/GPU/Transforms/AsyncRegionRewriter.cpp (`ThreadTokenCallback`): every
+block of a host `func.func` is handled on its own and starts with no `current_token`; for each
+op of the block, in order:
+
+1. `gpu.launch` is an error (`replace with gpu.launch_func first`);
+2. a pre-existing `gpu.wait` is an error (the original pass refused them);
+3. an op implementing `gpu::AsyncOpInterface` that is already async, or has regions, is an
+   error; otherwise `rewrite_async_op` makes it depend on `current_token` (created by a
+   `gpu.wait async` if there is none) and return a new token, which becomes `current_token`;
+4. any other op, if there is a `current_token` and it `is_terminator` or `has_side_effects`,
+   gets a `gpu.wait [current_token]` inserted before it (`create_wait_op`), after which there
+   is no current token. A block whose terminator is elided in the text (the implicit
+   `scf.yield`) gets that `gpu.wait` at its end, before the `}`.
+
+A function is rewritten only if nothing blocks it. The edits only touch the rewritten ops' first
+lines and insert new lines; every other byte stays (STYLE.md, "Edits are planned, not printed").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
+from gpu_async_lsp.edits import TextEdit, apply_edits
+from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_terminator
+from gpu_async_lsp.syntax import Block, Document, Op, parse_document
+
+TOKEN_TYPE = "!gpu.async.token"
+HOST_FUNCTION = "func.func"
+DEVICE_CONTAINERS = frozenset({"gpu.module", "gpu.func"})
+
+
+def has_side_effects(op: Op) -> bool:
+    """`!isMemoryEffectFree(op)`, recursing into regions for RecursiveMemoryEffects ops."""
+    kind = effect_kind(op.name)
+    if kind == "none":
+        return False
+    if kind == "recursive":
+        return any(has_side_effects(inner) for r in op.regions for b in r.blocks
+                   for inner in b.ops)
+    return True
+
+
+def is_already_async(op: Op) -> bool:
+    """The op has the `async` keyword, or (generic form) a `!gpu.async.token` result."""
+    if op.gpu is not None and op.gpu.async_kw is not None:
+        return True
+    return bool(op.result_types and TOKEN_TYPE in op.result_types)
+
+
+def is_sync_async_op(op: Op) -> bool:
+    """An AsyncOpInterface op the rewrite makes asynchronous (not gpu.wait / gpu.launch)."""
+    return (is_async_interface_op(op.name) and op.name not in ("gpu.wait", "gpu.launch")
+            and not is_already_async(op))
+
+
+class NameAllocator:
+    """Fresh `%t0`, `%t1`, ... skipping every SSA name already used in the function."""
+
+    def __init__(self, used: set[str]):
+        self.used = used
+        self.next = 0
+
+    def fresh(self) -> str:
+        while f"%t{self.next}" in self.used:
+            self.next += 1
+        name = f"%t{self.next}"
+        self.used.add(name)
+        self.next += 1
+        return name
+
+
+def _used_names(func: Op) -> set[str]:
+    names: set[str] = set()
+    for op in func.walk():
+        names.update(v.name for v in op.results)
+        names.update(v.name for v in op.uses)
+        for r in op.regions:
+            for b in r.blocks:
+                names.update(v.name for v in b.args)
+    return names
+
+
+_INDENT = re.compile(r"[ \t]*")
+
+
+@dataclass
+class FunctionRewrite:
+    """What the rewrite does (or cannot do) to one func.func."""
+
+    func: Op
+    name: str  # `@f`
+    sync_ops: list[Op] = field(default_factory=list)
+    blockers: list[Finding] = field(default_factory=list)
+    edits: list[TextEdit] = field(default_factory=list)
+
+    @property
+    def rewritable(self) -> bool:
+        return bool(self.sync_ops) and not self.blockers
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.sync_ops)
+
+
+class ThreadTokenWalker:
+    """The state of the pass's `ThreadTokenCallback` for one function: `current_token`."""
+
+    def __init__(self, text: str, rewrite: FunctionRewrite):
+        self.text = text
+        self.rw = rewrite
+        self.names = NameAllocator(_used_names(rewrite.func))
+        self.current_token: str | None = None
+
+    # -- the walk ---------------------------------------------------------------------------
+
+    def visit_block(self, block: Block, region_rbrace: int) -> None:
+        saved = self.current_token
+        self.current_token = None
+        for op in block.ops:
+            self.visit(op)
+            for region in op.regions:
+                for inner in region.blocks:
+                    self.visit_block(inner, region.rbrace)
+        if self.current_token is not None:
+            # The block's terminator is elided in the text: sync before the closing brace.
+            self.create_wait_at_block_end(block, region_rbrace, self.current_token)
+            self.current_token = None
+        self.current_token = saved
+
+    def visit(self, op: Op) -> None:
+        name = op.name
+        if name == "gpu.launch":
+            self.block(op, F.LAUNCH_NOT_OUTLINED, op_error(name, "replace with gpu.launch_func first"))
+            return
+        if name == "gpu.wait":
+            self.block(op, F.PRE_EXISTING_WAIT, op_error(name, "unexpected pre-existing gpu.wait"))
+            return
+        if is_async_interface_op(name):
+            self.rewrite_async_op(op)
+            return
+        if self.current_token is None:
+            return
+        if is_terminator(name) or has_side_effects(op):
+            self.create_wait_before(op, f"gpu.wait [{self.current_token}]")
+            self.current_token = None
+
+    def rewrite_async_op(self, op: Op) -> None:
+        if is_already_async(op):
+            self.block(op, F.ALREADY_ASYNC, op_error(op.name, "is already async"))
+            return
+        if op.regions:
+            self.block(op, F.ASYNC_OP_WITH_REGIONS, op_error(op.name, "regions are not supported"))
+            return
+        self.rw.sync_ops.append(op)
+        if op.generic or op.gpu is None:
+            self.block(op, F.UNSUPPORTED_FORM,
+                       f"'{op.name}' op in generic form cannot be rewritten in place; "
+                       "write it in its custom form" if op.generic else
+                       f"'{op.name}' op cannot be rewritten in place")
+            return
+        if self.current_token is None:
+            self.current_token = self.names.fresh()
+            self.create_wait_before(op, f"{self.current_token} = gpu.wait async")
+        dep = self.current_token
+        token = self.names.fresh()
+        edits = self.rw.edits
+        # The new token is the op's last result.
+        if op.results:
+            edits.append(TextEdit(op.results_end, op.results_end, f", {token}"))
+        else:
+            edits.append(TextEdit(op.start, op.start, f"{token} = "))
+        # `async [dep]` right after the op name; an existing dependency list keeps its place.
+        g = op.gpu
+        if g.deps_open is not None:
+            edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
+            sep = ", " if g.deps else ""
+            edits.append(TextEdit(g.deps_open + 1, g.deps_open + 1, f"{dep}{sep}"))
+        else:
+            edits.append(TextEdit(op.name_end, op.name_end, f" async [{dep}]"))
+        self.current_token = token
+
+    # -- findings and edits --------------------------------------------------------------------
+
+    def block(self, op: Op, code: str, message: str) -> None:
+        self.rw.blockers.append(Finding(code, message, op.name_start, op.name_end,
+                                        F.DEFAULT_SEVERITY[code], function=self.rw.name))
+
+    def _eol(self, offset: int) -> str:
+        nl = self.text.find("\n", offset)
+        return "\r\n" if nl > 0 and self.text[nl - 1] == "\r" else "\n"
+
+    def _line_start(self, offset: int) -> int:
+        return self.text.rfind("\n", 0, offset) + 1
+
+    def create_wait_before(self, op: Op, statement: str) -> None:
+        """Insert `statement` on its own line before `op`, with the op's indentation."""
+        start = op.start
+        line_start = self._line_start(start)
+        indent = self.text[line_start:start]
+        if indent.strip(" \t"):
+            # The op shares its line with text before it: keep to that line.
+            self.rw.edits.append(TextEdit(start, start, f"{statement} "))
+            return
+        self.rw.edits.append(TextEdit(start, start, f"{statement}{self._eol(start)}{indent}"))
+
+    def create_wait_at_block_end(self, block: Block, rbrace: int, token: str) -> None:
+        statement = f"gpu.wait [{token}]"
+        line_start = self._line_start(rbrace)
+        if self.text[line_start:rbrace].strip(" \t"):
+            self.rw.edits.append(TextEdit(rbrace, rbrace, f"{statement} "))
+            return
+        last = block.ops[-1] if block.ops else None
+        if last is not None:
+            ls = self._line_start(last.start)
+            indent = _INDENT.match(self.text, ls).group()
+        else:
+            indent = self.text[line_start:rbrace] + "  "
+        self.rw.edits.append(TextEdit(line_start, line_start,
+                                      f"{indent}{statement}{self._eol(line_start)}"))
+
+
+@dataclass
+class Analysis:
+    document: Document
+    findings: list[Finding]
+    functions: list[FunctionRewrite]
+    strict: bool = False
+
+    @property
+    def has_syntax_errors(self) -> bool:
+        return any(c.errors for c in self.document.chunks)
+
+    def edits(self, functions: list[FunctionRewrite] | None = None) -> list[TextEdit]:
+        """Edits of every rewritable function (or of the given ones)."""
+        chosen = self.functions if functions is None else functions
+        return [e for fn in chosen if fn.rewritable for e in fn.edits]
+
+    def fixed_text(self) -> str:
+        return apply_edits(self.document.text, self.edits())
+
+
+def host_functions(doc: Document):
+    """Every func.func outside device code (gpu.module / gpu.func), at any depth of modules."""
+    stack = [op for chunk in doc.chunks for op in reversed(chunk.ops)]
+    stack.reverse()
+    work = list(reversed(stack))
+    while work:
+        op = work.pop()
+        if op.name in DEVICE_CONTAINERS:
+            continue
+        if op.name == HOST_FUNCTION:
+            yield op
+            continue
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                work.extend(reversed(block.ops))
+
+
+def analyze_function(text: str, func: Op) -> FunctionRewrite:
+    name = func.symbol_name.path[0] if func.symbol_name else "@<anonymous>"
+    rw = FunctionRewrite(func, name)
+    walker = ThreadTokenWalker(text, rw)
+    for region in func.regions:
+        for block in region.blocks:
+            walker.visit_block(block, region.rbrace)
+    return rw
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
+def analyze(source: str | Document, strict: bool = False) -> Analysis:
+    """Findings and planned edits for a buffer (or an already parsed document)."""
+    doc = parse_document(source) if isinstance(source, str) else source
+    text = doc.text
+    findings: list[Finding] = [
+        Finding(F.SYNTAX, e.message, e.start, e.end, Severity.ERROR)
+        for chunk in doc.chunks for e in chunk.errors
+    ]
+    functions = []
+    for func in host_functions(doc):
+        rw = analyze_function(text, func)
+        functions.append(rw)
+        if rw.blockers and (strict or rw.has_work):
+            related = tuple(
+                Related(op.name_start, op.name_end, f"'{op.name}' would be made asynchronous")
+                for op in rw.sync_ops
+            )
+            findings.extend(
+                Finding(b.code, b.message, b.start, b.end, b.severity, related, b.function)
+                for b in rw.blockers
+            )
+        if rw.rewritable:
+            n = len(rw.sync_ops)
+            anchor = func.symbol_name
+            start, end = (anchor.start, anchor.end) if anchor else (func.name_start, func.name_end)
+            findings.append(Finding(
+                F.SYNC_GPU_OPS,
+                f"{n} GPU {_plural(n, 'op', 'ops')} in {rw.name} "
+                f"{_plural(n, 'runs', 'run')} synchronously",
+                start, end, Severity.HINT, function=rw.name))
+    findings.sort(key=lambda f: (f.start, f.end, f.code))
+    return Analysis(doc, findings, functions, strict)
+
+
+def fix_text(text: str) -> str:
+    """The buffer with every rewritable function rewritten (unchanged if it has syntax errors)."""
+    a = analyze(text)
+    if a.has_syntax_errors:
+        return text
+    return a.fixed_text()

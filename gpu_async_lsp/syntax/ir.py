@@ -1,0 +1,136 @@
+"""Syntax layer: the IR the parser builds. Plain objects with offsets into the document text.
+
+Only structure that MLIR text always has is recorded (ops, results, operand uses, regions,
+blocks, symbols); GPU ops additionally carry the pieces of their custom assembly that the
+async rewrite edits (`GpuSyntax`). No lark, pygls or lsprotocol here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class ValueRef:
+    """An SSA name as written: `%x`, `%x#1` (use), `%x:2` (definition of a result group)."""
+
+    name: str  # "%x" without "#1" / ":2"
+    start: int
+    end: int
+    index: int | None = None  # the N of `%x#N`
+    count: int = 1  # the N of `%x:N`
+
+
+@dataclass(slots=True)
+class SymbolRef:
+    """A symbol reference `@a` or nested `@a::@b` as written."""
+
+    path: tuple[str, ...]  # ("@a", "@b")
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class GpuSyntax:
+    """The parts of a GPU op's custom form (`custom<AsyncDependencies>` and what follows it)."""
+
+    async_kw: tuple[int, int] | None = None  # span of the `async` keyword
+    deps_open: int | None = None  # offset of `[` of the dependency list
+    deps_close: int | None = None  # offset just after `]`
+    deps: list[ValueRef] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class Op:
+    """One operation. `name` is fully qualified (`func.return` for `return` in a func.func)."""
+
+    name: str
+    name_start: int
+    name_end: int
+    start: int  # first byte: first result, or the op name
+    end: int = 0  # just after the last token of the op (regions included)
+    generic: bool = False  # written as `"dialect.op"(...)`
+    results: list[ValueRef] = field(default_factory=list)
+    results_end: int | None = None  # just after the last result (before ` =`)
+    uses: list[ValueRef] = field(default_factory=list)  # operands, in order, outside regions
+    symbols: list[SymbolRef] = field(default_factory=list)
+    symbol_name: SymbolRef | None = None  # `@f` of `func.func @f`, `gpu.module @m`, ...
+    successors: list[ValueRef] = field(default_factory=list)  # `^bb1` uses
+    regions: list[Region] = field(default_factory=list)
+    gpu: GpuSyntax | None = None
+    result_types: list[str] | None = None  # generic form: types after `->`, as written
+    parent: Block | None = None
+
+    @property
+    def num_results(self) -> int:
+        return sum(r.count for r in self.results)
+
+    def walk(self):
+        """This op and every op nested in its regions, in program order."""
+        yield self
+        for region in self.regions:
+            for block in region.blocks:
+                for op in block.ops:
+                    yield from op.walk()
+
+
+@dataclass(slots=True, eq=False)
+class Block:
+    label: ValueRef | None  # `^bb0`, None for an unlabeled entry block
+    args: list[ValueRef] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    start: int = 0
+    end: int = 0
+    parent: Region | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Region:
+    lbrace: int  # offset of `{`
+    rbrace: int  # offset of `}`
+    blocks: list[Block] = field(default_factory=list)
+    parent: Op | None = None
+
+
+@dataclass(slots=True)
+class Alias:
+    """`#name = ...` or `!name = ...` at the top level."""
+
+    name: str
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class SyntaxIssue:
+    """A parse error at the offending token."""
+
+    message: str
+    start: int
+    end: int
+
+
+@dataclass(slots=True, eq=False)
+class Chunk:
+    """One `// -----` chunk (the whole text when there is no split marker)."""
+
+    start: int
+    end: int
+    ops: list[Op] = field(default_factory=list)  # top-level ops, in order
+    aliases: list[Alias] = field(default_factory=list)
+    errors: list[SyntaxIssue] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class Document:
+    text: str
+    chunks: list[Chunk]
+
+    @property
+    def errors(self) -> list[SyntaxIssue]:
+        return [e for c in self.chunks for e in c.errors]
+
+    def walk(self):
+        for chunk in self.chunks:
+            for op in chunk.ops:
+                yield from op.walk()

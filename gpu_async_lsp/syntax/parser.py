@@ -1,0 +1,383 @@
+"""Syntax layer: parse MLIR text into the IR of `ir.py`, one unit at a time, with Lark.
+
+`parse_document(text)` splits the text into `// -----` chunks and units (top-level ops and the
+children of modules, see `lexer.split_units`), runs the pre-lexer (`prelex.py`) and Lark's
+LALR(1) parser over each unit, and builds IR objects in Lark's inline callbacks (no parse tree
+is kept). A syntax error is reported at the offending token and costs only its own unit.
+
+This is the only module that drives Lark. It must not import pygls, lsprotocol or the analysis.
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib import resources
+from pathlib import Path
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedInput, UnexpectedToken
+from lark.lexer import Lexer
+
+from gpu_async_lsp.op_tables import DEFAULT_DIALECT
+from gpu_async_lsp.syntax.ir import (
+    Alias,
+    Block,
+    Chunk,
+    Document,
+    GpuSyntax,
+    Op,
+    Region,
+    SymbolRef,
+    SyntaxIssue,
+    ValueRef,
+)
+from gpu_async_lsp.syntax.lexer import RawToken, Unit, split_chunks, split_units, tokenize
+from gpu_async_lsp.syntax.prelex import CONTAINER_CLOSE, BodyToken, PrelexError, prelex
+
+TOP_LEVEL_DIALECT = "builtin"  # MLIR's parser starts with `builtin` as the default dialect
+
+
+def grammar_text() -> str:
+    """grammar/mlir.lark, from an installed wheel or from a source checkout."""
+    try:
+        return resources.files("gpu_async_lsp").joinpath("grammar/mlir.lark").read_text("utf-8")
+    except (FileNotFoundError, OSError):
+        pass
+    return (Path(__file__).resolve().parents[2] / "grammar" / "mlir.lark").read_text("utf-8")
+
+
+class _TokenListLexer(Lexer):
+    """Feeds Lark the coarse tokens the pre-lexer made (Lark's custom-lexer hook)."""
+
+    def __init__(self, lexer_conf):
+        pass
+
+    def lex(self, tokens):
+        return iter(tokens)
+
+
+_TERMINAL_WORDS = {
+    "RESULT": "a result name", "NUMBER": "an integer", "COLON": "':'", "COMMA": "','",
+    "EQUAL": "'='", "OP_NAME": "an operation name", "GENERIC_NAME": "an operation name",
+    "BODY": "an operand", "LBRACE_REGION": "'{'", "RBRACE": "'}'",
+    "BLOCK_LABEL": "a block label", "ALIAS_DEF": "an alias", "META": "metadata",
+    "KW_ASYNC": "'async'", "KW_HOST_SHARED": "'host_shared'", "KW_CLUSTERS": "'clusters'",
+    "KW_BLOCKS": "'blocks'", "KW_THREADS": "'threads'", "KW_IN": "'in'", "KW_ARGS": "'args'",
+    "KW_DYNAMIC_SHARED_MEMORY_SIZE": "'dynamic_shared_memory_size'", "VALUE": "an SSA value",
+    "SYMBOL": "a symbol reference", "TYPE": "a type", "LPAR": "'('", "RPAR": "')'",
+    "LSQB": "'['", "RSQB": "']'", "LANGLE": "'<'", "RANGLE": "'>'",
+    "ATTR_DICT": "an attribute dictionary", "LOC": "a location", "$END": "end of input",
+}
+_OP_STARTS = {"OP_NAME", "GENERIC_NAME", "GPU_WAIT", "GPU_ALLOC", "GPU_DEALLOC", "GPU_MEMCPY",
+              "GPU_MEMSET", "GPU_LAUNCH_FUNC", "GPU_ASYNC"}
+
+
+def _end(x) -> int:
+    if isinstance(x, Token):
+        return x.end_pos
+    if isinstance(x, Op):
+        return x.end
+    if isinstance(x, Region):
+        return x.rbrace + 1
+    if isinstance(x, list):
+        for y in reversed(x):
+            if y is not None:
+                return _end(y)
+    return 0
+
+
+def _value(t: Token | RawToken, text: str | None = None) -> ValueRef:
+    s = t.text if isinstance(t, RawToken) else str(t)
+    start = t.start if isinstance(t, RawToken) else t.start_pos
+    end = t.end if isinstance(t, RawToken) else t.end_pos
+    name, _, idx = s.partition("#")
+    return ValueRef(name, start, end, int(idx) if idx else None)
+
+
+def _symbol(t: Token | RawToken) -> SymbolRef:
+    s = t.text if isinstance(t, RawToken) else str(t)
+    start = t.start if isinstance(t, RawToken) else t.start_pos
+    end = t.end if isinstance(t, RawToken) else t.end_pos
+    return SymbolRef(tuple(s.split("::")), start, end)
+
+
+def _flatten(items, out: list) -> list:
+    for x in items:
+        if isinstance(x, list):
+            _flatten(x, out)
+        elif x is not None:
+            out.append(x)
+    return out
+
+
+class _Builder(Transformer):
+    """Lark inline callbacks: build IR objects while the LALR parser reduces."""
+
+    __visit_tokens__ = False
+
+    def start(self, children):
+        return children
+
+    def alias(self, c):
+        name, _, body = c
+        return Alias(str(name), name.start_pos, body.end_pos)
+
+    def result(self, c):
+        tok, _, count = c
+        v = _value(tok)
+        if count is not None:
+            v.count = int(count)
+            v.end = count.end_pos
+        return v
+
+    def results(self, c):
+        return [x for x in c if isinstance(x, ValueRef)]
+
+    def op(self, c):
+        results, op = c
+        if results:
+            op.results = results
+            op.results_end = results[-1].end
+            op.start = results[0].start
+        return op
+
+    def _new_op(self, name_tok: Token, tails, generic=False) -> Op:
+        op = Op(str(name_tok.value), name_tok.start_pos, name_tok.end_pos, name_tok.start_pos)
+        op.generic = generic
+        op.end = name_tok.end_pos
+        uses = op.uses
+        first = tails[0] if tails else None
+        if (not generic and isinstance(first, BodyToken) and first.symbols
+                and first.symbols[0].start == first.start_pos):
+            # `func.func @f`, `gpu.module @m`: the symbol the op defines comes first.
+            op.symbol_name = _symbol(first.symbols[0])
+        for t in tails:
+            if isinstance(t, Region):
+                t.parent = op
+                op.regions.append(t)
+                op.end = t.rbrace + 1
+            elif isinstance(t, BodyToken):
+                uses.extend(_value(u) for u in t.uses)
+                op.symbols.extend(_symbol(s) for s in t.symbols)
+                op.successors.extend(_value(u) for u in t.carets)
+                op.end = t.end_pos
+                if generic and t.raw:
+                    self._generic_types(op, t.raw)
+        return op
+
+    @staticmethod
+    def _generic_types(op: Op, raw: list[RawToken]) -> None:
+        arrows = [i for i, r in enumerate(raw) if r.kind == "arrow"]
+        if arrows:
+            op.result_types = [r.text for r in raw[arrows[-1] + 1 :]
+                               if r.kind in ("bang", "blob", "bare", "hash")]
+
+    def custom_op(self, c):
+        return self._new_op(c[0], c[1:])
+
+    def generic_op(self, c):
+        return self._new_op(c[0], c[1:], generic=True)
+
+    def gpu_async_op(self, c):
+        op = self._new_op(c[0], c[2:])
+        op.gpu = c[1]
+        op.uses[:0] = c[1].deps
+        return op
+
+    def region(self, c):
+        lbrace, rbrace = c[0], c[-1]
+        region = Region(lbrace.start_pos, rbrace.start_pos)
+        for b in c[1:-1]:
+            if b is not None:
+                b.parent = region
+                region.blocks.append(b)
+        return region
+
+    def entry_block(self, c):
+        block = Block(None, [], c, c[0].start, c[-1].end)
+        for op in c:
+            op.parent = block
+        return block
+
+    def block(self, c):
+        label, args, colon = c[0], c[1], c[2]
+        ops = c[3:]
+        block = Block(_value(label), [_value(u) for u in args.uses] if args is not None else [],
+                      ops, label.start_pos, ops[-1].end if ops else colon.end_pos)
+        for op in ops:
+            op.parent = block
+        return block
+
+    def async_deps(self, c):
+        g = GpuSyntax()
+        for t in c:
+            if t is None:
+                continue
+            if t.type == "KW_ASYNC":
+                g.async_kw = (t.start_pos, t.end_pos)
+            elif t.type == "LSQB":
+                g.deps_open = t.start_pos
+            elif t.type == "RSQB":
+                g.deps_close = t.end_pos
+            elif t.type == "VALUE":
+                g.deps.append(_value(t))
+        return g
+
+    def _gpu(self, c):
+        items = _flatten(c, [])
+        name = items[0]
+        op = Op(str(name.value), name.start_pos, name.end_pos, name.start_pos)
+        op.gpu = items[1]
+        op.uses.extend(op.gpu.deps)
+        end = name.end_pos
+        for t in items[2:]:
+            if isinstance(t, Token):
+                end = t.end_pos
+                if t.type == "VALUE":
+                    op.uses.append(_value(t))
+                elif t.type == "SYMBOL":
+                    op.symbols.append(_symbol(t))
+        if op.gpu.deps_close:
+            end = max(end, op.gpu.deps_close)
+        if op.gpu.async_kw:
+            end = max(end, op.gpu.async_kw[1])
+        op.end = end
+        return op
+
+    gpu_wait = gpu_alloc = gpu_dealloc = gpu_memcpy = gpu_memset = gpu_launch_func = _gpu
+
+    def _list(self, c):
+        return _flatten(c, [])
+
+    async_object = launch_dims = dims = dynamic_shared = kernel_args = kernel_arg = _list
+
+
+_local = threading.local()
+
+
+def _lark() -> Lark:
+    """One parser per thread (the builder is stateless, Lark's parser is reentrant per call)."""
+    p = getattr(_local, "parser", None)
+    if p is None:
+        p = _shared_parser()
+        _local.parser = p
+    return p
+
+
+_PARSER: Lark | None = None
+_PARSER_LOCK = threading.Lock()
+
+
+def _shared_parser() -> Lark:
+    global _PARSER
+    with _PARSER_LOCK:
+        if _PARSER is None:
+            _PARSER = build_parser()
+        return _PARSER
+
+
+def build_parser(strict: bool = False) -> Lark:
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer=_TokenListLexer,
+        transformer=_Builder(),
+        maybe_placeholders=True,
+        strict=strict,
+    )
+
+
+def _describe(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of input"
+    return f"'{str(tok)[:40]}'"
+
+
+def _syntax_issue(err: UnexpectedInput, fallback: int, text: str) -> SyntaxIssue:
+    tok = getattr(err, "token", None)
+    if isinstance(err, UnexpectedToken) and tok is not None:
+        expected = sorted(err.expected)
+        if tok.type == "$END" or tok.start_pos is None:
+            start = end = fallback
+        else:
+            start, end = tok.start_pos, tok.end_pos
+            if isinstance(tok, BodyToken) or tok.type == "BODY":
+                # Point at the first offending raw token, not the whole merged run.
+                end = min(end, start + len(str(tok)))
+        if set(expected) & _OP_STARTS and len(expected) > 4:
+            what = "an operation"
+        else:
+            words = []
+            for e in expected:
+                w = _TERMINAL_WORDS.get(e, e)
+                if w not in words:
+                    words.append(w)
+            what = ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1] if words else "nothing"
+        found = "end of input" if tok.type == "$END" else f"'{text[start:end][:40]}'"
+        return SyntaxIssue(f"expected {what}, found {found}", start, end)
+    return SyntaxIssue(str(err).splitlines()[0], fallback, fallback)
+
+
+def parse_unit_tokens(text: str, raw: list[RawToken], dialect: str | None, fallback_end: int):
+    """Parse one unit's raw tokens; returns (items, issue) where issue is None on success."""
+    try:
+        tokens = prelex(raw, dialect)
+        return _lark().parse(tokens), None
+    except PrelexError as e:
+        return [], SyntaxIssue(e.message, e.start, e.end)
+    except UnexpectedInput as e:
+        return [], _syntax_issue(e, fallback_end, text)
+    except RecursionError:
+        start = raw[0].start if raw else fallback_end
+        return [], SyntaxIssue("nesting too deep to parse", start, start + 1)
+
+
+def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk,
+                 out_ops: list[Op], parent: Block | None) -> None:
+    for unit in units:
+        if unit.region is None:
+            items, issue = parse_unit_tokens(text, tokenize(text, unit.start, unit.end), dialect,
+                                             unit.end)
+            if issue is not None:
+                chunk.errors.append(issue)
+            _take(items, chunk, out_ops, parent)
+            continue
+        lbrace, rbrace = unit.region
+        raw = tokenize(text, unit.start, lbrace + 1)
+        raw.append(RawToken("}", rbrace, rbrace + 1, CONTAINER_CLOSE, True))
+        items, issue = parse_unit_tokens(text, raw, dialect, lbrace + 1)
+        container = next((x for x in items if isinstance(x, Op)), None)
+        if issue is not None or container is None or not container.regions:
+            if issue is not None:
+                chunk.errors.append(issue)
+            _take(items, chunk, out_ops, parent)
+            _parse_units(text, unit.children, dialect, chunk, out_ops, parent)
+            continue
+        _take(items, chunk, out_ops, parent)
+        region = container.regions[-1]
+        block = Block(None, [], [], lbrace + 1, rbrace)
+        block.parent = region
+        region.blocks = [block]
+        container.end = rbrace + 1
+        _parse_units(text, unit.children, DEFAULT_DIALECT.get(container.name), chunk,
+                     block.ops, block)
+
+
+def _take(items, chunk: Chunk, out_ops: list[Op], parent: Block | None) -> None:
+    for x in items:
+        if isinstance(x, Op):
+            x.parent = parent
+            out_ops.append(x)
+        elif isinstance(x, Alias):
+            chunk.aliases.append(x)
+
+
+def parse_chunk(text: str, start: int, end: int) -> Chunk:
+    chunk = Chunk(start, end)
+    _parse_units(text, split_units(text, start, end), TOP_LEVEL_DIALECT, chunk, chunk.ops, None)
+    return chunk
+
+
+def parse_document(text: str) -> Document:
+    """Parse a whole buffer. Never raises for any input text."""
+    return Document(text, [parse_chunk(text, s, e) for s, e in split_chunks(text)])

@@ -1,0 +1,469 @@
+"""Syntax layer: classify raw tokens into the coarse terminals of grammar/mlir.lark.
+
+MLIR text has no statement separator: an op ends where the next one starts. MLIR's own parser
+knows every op's custom syntax; we cannot, so this pass recovers op boundaries the way the text
+shows them. A new op starts, at paren depth 0 inside a region, on a line whose first token is
+a result list (`%a, %b:2 =`), a generic op name (`"d.op"(`), a dotted op name, a bare name that
+resolves to a known op through the default dialect of the enclosing op (`return` in a
+func.func is `func.return`; `module` is `builtin.module`), or a block label (`^bb1(...):`),
+unless the line before it ends in the middle of something (`,`, `(`, `=`, `->`, ...). Right
+after a region's `{` or a block label, the next token must start an op.
+
+A `{` opens a region or an attribute dictionary; the tokens around it decide (after
+`attributes` or `<` it is a dictionary, before a block label or an op it is a region).
+
+Runs of tokens that do not matter to the structure become one BODY token that carries its SSA
+uses and symbol references. The ops of GPUOps.td that the rewrite edits are passed on token by
+token, so that the grammar checks their assembly format exactly.
+
+No pygls or lsprotocol here; lark only for its Token type.
+"""
+
+from __future__ import annotations
+
+from lark import Token
+
+from gpu_async_lsp.op_tables import ASYNC_INTERFACE_OPS, DEFAULT_DIALECT, KNOWN_OPS
+from gpu_async_lsp.syntax.lexer import RawToken
+
+# GPU ops modeled token by token (their whole custom form) ...
+EXACT_GPU_OPS = {
+    "gpu.wait": "GPU_WAIT",
+    "gpu.alloc": "GPU_ALLOC",
+    "gpu.dealloc": "GPU_DEALLOC",
+    "gpu.memcpy": "GPU_MEMCPY",
+    "gpu.memset": "GPU_MEMSET",
+    "gpu.launch_func": "GPU_LAUNCH_FUNC",
+}
+# ... and the keywords their formats use.
+GPU_KEYWORDS = {
+    "async": "KW_ASYNC",
+    "host_shared": "KW_HOST_SHARED",
+    "clusters": "KW_CLUSTERS",
+    "blocks": "KW_BLOCKS",
+    "threads": "KW_THREADS",
+    "in": "KW_IN",
+    "args": "KW_ARGS",
+    "dynamic_shared_memory_size": "KW_DYNAMIC_SHARED_MEMORY_SIZE",
+}
+_FINE_PUNCT = {"(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", "<": "LANGLE", ">": "RANGLE",
+               ",": "COMMA", ":": "COLON", "=": "EQUAL"}
+# Text of the `}` token that closes a container op's body when its children are parsed apart.
+CONTAINER_CLOSE = ""
+_CONTINUATION = frozenset({",", "(", "[", "=", "arrow", ":", "<", "{"})
+
+# Body modes of the op being read.
+_BODY = 0  # merge into BODY tokens
+_FINE = 1  # exact GPU op: token by token
+_DEPS = 2  # async clause of another AsyncOpInterface op, then _BODY
+
+
+class PrelexError(Exception):
+    def __init__(self, message: str, start: int, end: int):
+        super().__init__(message)
+        self.message = message
+        self.start = start
+        self.end = end
+
+
+class BodyToken(Token):
+    """A merged run of tokens; `uses`, `symbols`, `carets` are what it refers to."""
+
+    __slots__ = ("uses", "symbols", "carets", "raw")
+
+
+def _tok(type_: str, value: str, start: int, end: int) -> Token:
+    t = Token(type_, value)
+    t.start_pos = start
+    t.end_pos = end
+    return t
+
+
+class _Frame:
+    """A region (or the unit's top level): where ops start."""
+
+    __slots__ = ("dialect", "paren", "in_op", "mode", "op_name", "generic", "top", "attr_depth",
+                 "label")
+
+    def __init__(self, dialect: str | None, top: bool):
+        self.dialect = dialect
+        self.top = top
+        self.paren = 0  # ( and [ depth inside the current op
+        self.attr_depth = 0  # { } depth of attribute dictionaries inside a BODY run
+        self.in_op = False
+        self.mode = _BODY
+        self.op_name: str | None = None
+        self.generic = False
+        self.label = False  # reading a block label's argument list
+
+
+def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
+    """Coarse tokens of one unit. Raises PrelexError for unbalanced structure."""
+    out: list[Token] = []
+    frames = [_Frame(dialect, True)]
+    n = len(raw)
+    i = 0
+    body: list[RawToken] = []
+
+    def flush():
+        if body:
+            first, last = body[0], body[-1]
+            t = BodyToken("BODY", first.text)
+            t.start_pos = first.start
+            t.end_pos = last.end
+            t.uses = [b for b in body if b.kind == "value"]
+            t.symbols = [b for b in body if b.kind == "symbol"]
+            t.carets = [b for b in body if b.kind == "caret"]
+            t.raw = list(body) if frames[-1].generic else None
+            out.append(t)
+            body.clear()
+
+    while i < n:
+        t = raw[i]
+        kind = t.kind
+        f = frames[-1]
+
+        if kind == "err":
+            flush()
+            raise PrelexError(f"unexpected character '{t.text}'", t.start, t.end)
+        if kind == "badstring":
+            flush()
+            raise PrelexError("expected '\"' in string literal", t.start, t.end)
+
+        # ---- is this the start of a new op? -------------------------------------------------
+        if f.paren == 0 and f.attr_depth == 0 and not f.label:
+            starts = not f.in_op or (t.line_start and not _continues(raw, i))
+            if starts:
+                if kind == "}":
+                    flush()
+                    if f.top:
+                        raise PrelexError("unexpected '}'", t.start, t.end)
+                    out.append(_tok("RBRACE", "}", t.start, t.end))
+                    frames.pop()
+                    i += 1
+                    continue
+                started = _start_op(raw, i, f, out, flush)
+                if started is not None:
+                    i = started
+                    continue
+                if not f.in_op:
+                    # Not an op where one must start: let the grammar report it.
+                    body.append(t)
+                    f.in_op = True
+                    f.op_name = None
+                    f.mode = _BODY
+                    i += 1
+                    continue
+
+        # ---- inside an op ---------------------------------------------------------------------
+        if f.label:
+            if kind == ":" and f.paren == 0:
+                flush()
+                out.append(_tok("COLON", ":", t.start, t.end))
+                f.label = False
+                f.in_op = False
+                i += 1
+                continue
+            if kind in ("(", "["):
+                f.paren += 1
+            elif kind in (")", "]"):
+                f.paren -= 1
+                if f.paren < 0:
+                    raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
+            body.append(t)
+            i += 1
+            continue
+
+        if f.mode == _FINE or f.mode == _DEPS:
+            if f.mode == _DEPS and not (kind == "bare" and t.text == "async") and not (
+                kind == "[" or kind == "value" or kind == "," or (kind == "]" and f.paren)
+            ):
+                f.mode = _BODY
+            else:
+                i = _fine_token(raw, i, f, out)
+                if f.mode == _DEPS and kind == "]":
+                    f.mode = _BODY
+                continue
+
+        # _BODY mode
+        if kind == "{":
+            if f.attr_depth or not _opens_region(raw, i, f):
+                f.attr_depth += 1
+                body.append(t)
+                i += 1
+                continue
+            flush()
+            out.append(_tok("LBRACE_REGION", "{", t.start, t.end))
+            # MLIR pushes the owner's OpAsmOpInterface::getDefaultDialect(), "" for others.
+            frames.append(_Frame(DEFAULT_DIALECT.get(f.op_name or ""), False))
+            i += 1
+            continue
+        if kind == "}":
+            if f.attr_depth:
+                f.attr_depth -= 1
+                body.append(t)
+                i += 1
+                continue
+            flush()
+            if f.paren:
+                raise PrelexError("expected ')' before '}'", t.start, t.end)
+            if f.top:
+                raise PrelexError("unexpected '}'", t.start, t.end)
+            out.append(_tok("RBRACE", "}", t.start, t.end))
+            frames.pop()
+            i += 1
+            continue
+        if f.attr_depth == 0:
+            if kind in ("(", "["):
+                f.paren += 1
+            elif kind in (")", "]"):
+                f.paren -= 1
+                if f.paren < 0:
+                    flush()
+                    raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
+        body.append(t)
+        i += 1
+
+    flush()
+    f = frames[-1]
+    if len(frames) > 1:
+        last = raw[-1] if raw else None
+        pos = last.end if last else 0
+        raise PrelexError("expected '}' to close the region", pos, pos)
+    if f.paren:
+        last = raw[-1]
+        raise PrelexError("expected ')'", last.end, last.end)
+    return out
+
+
+def _continues(raw: list[RawToken], i: int) -> bool:
+    """Does the token before raw[i] leave the op unfinished (a trailing `,` `(` `=` `->` ...)?"""
+    return i > 0 and raw[i - 1].kind in _CONTINUATION
+
+
+def _results_end(raw: list[RawToken], i: int) -> int | None:
+    """If raw[i:] is `%a(:N)?(, %b(:N)?)* =`, the index of `=`; else None."""
+    n = len(raw)
+    while True:
+        if i >= n or raw[i].kind != "value" or "#" in raw[i].text:
+            return None
+        i += 1
+        if i + 1 < n and raw[i].kind == ":" and raw[i + 1].kind == "number":
+            i += 2
+        if i < n and raw[i].kind == ",":
+            i += 1
+            continue
+        if i < n and raw[i].kind == "=":
+            return i
+        return None
+
+
+def _resolve(text: str, f: _Frame) -> str | None:
+    """Fully qualified name of a bare op name at an op position, or None if it is no op."""
+    if "." in text:
+        return text
+    return qualify_op_name(text, f.dialect)
+
+
+def _start_op(raw, i, f: _Frame, out: list, flush) -> int | None:
+    """Emit the start of the op at raw[i] (results and name); return the next index or None."""
+    t = raw[i]
+    kind = t.kind
+    n = len(raw)
+    j = i
+    if kind == "value":
+        eq = _results_end(raw, i)
+        if eq is None:
+            return None
+        flush()
+        while j < eq:
+            r = raw[j]
+            if r.kind == "value":
+                out.append(_tok("RESULT", r.text, r.start, r.end))
+            elif r.kind == ":":
+                out.append(_tok("COLON", ":", r.start, r.end))
+            elif r.kind == "number":
+                out.append(_tok("NUMBER", r.text, r.start, r.end))
+            else:
+                out.append(_tok("COMMA", ",", r.start, r.end))
+            j += 1
+        out.append(_tok("EQUAL", "=", raw[eq].start, raw[eq].end))
+        j = eq + 1
+        f.in_op = True
+        f.paren = 0
+        f.op_name = None
+        f.generic = False
+        f.mode = _BODY
+        if j >= n:
+            return j
+        name = raw[j]
+        if name.kind == "bare":
+            _emit_name(name, name.text if "." in name.text else _resolve(name.text, f) or
+                       _fallback_name(name.text, f), f, out)
+            return j + 1
+        if name.kind == "string" and j + 1 < n and raw[j + 1].kind == "(":
+            _emit_generic(name, f, out)
+            return j + 1
+        return j  # the grammar reports the missing op name
+    if kind == "bare":
+        qualified = _resolve(t.text, f)
+        if qualified is None:
+            return None
+        flush()
+        _emit_name(t, qualified, f, out)
+        return i + 1
+    if kind == "string" and i + 1 < n and raw[i + 1].kind == "(":
+        flush()
+        _emit_generic(t, f, out)
+        return i + 1
+    if kind == "caret" and i + 1 < n and raw[i + 1].kind in ("(", ":") and not f.top:
+        flush()
+        out.append(_tok("BLOCK_LABEL", t.text, t.start, t.end))
+        f.in_op = True
+        f.label = True
+        f.paren = 0
+        f.generic = False
+        f.op_name = None
+        f.mode = _BODY
+        return i + 1
+    if kind in ("hash", "bang") and f.top and i + 1 < n and raw[i + 1].kind == "=":
+        flush()
+        out.append(_tok("ALIAS_DEF", t.text, t.start, t.end))
+        out.append(_tok("EQUAL", "=", raw[i + 1].start, raw[i + 1].end))
+        f.in_op = True
+        f.paren = 0
+        f.generic = False
+        f.op_name = None
+        f.mode = _BODY
+        return i + 2
+    if kind == "meta" and f.top:
+        flush()
+        out.append(_tok("META", t.text, t.start, t.end))
+        f.in_op = False
+        return i + 1
+    return None
+
+
+def _fallback_name(text: str, f: _Frame) -> str:
+    """Name of an unknown bare op after a result list: the default dialect's, as MLIR tries."""
+    return f"{f.dialect}.{text}" if f.dialect else text
+
+
+def _emit_name(t: RawToken, qualified: str, f: _Frame, out: list) -> None:
+    exact = EXACT_GPU_OPS.get(qualified)
+    if exact is not None:
+        type_, mode = exact, _FINE
+    elif qualified in _ASYNC_OTHER:
+        type_, mode = "GPU_ASYNC", _DEPS
+    else:
+        type_, mode = "OP_NAME", _BODY
+    out.append(_tok(type_, qualified, t.start, t.end))
+    f.in_op = True
+    f.paren = 0
+    f.attr_depth = 0
+    f.op_name = qualified
+    f.generic = False
+    f.mode = mode
+
+
+def _emit_generic(t: RawToken, f: _Frame, out: list) -> None:
+    out.append(_tok("GENERIC_NAME", t.text[1:-1], t.start, t.end))
+    f.in_op = True
+    f.paren = 0
+    f.attr_depth = 0
+    f.op_name = t.text[1:-1]
+    f.generic = True
+    f.mode = _BODY
+
+
+def _fine_token(raw, i: int, f: _Frame, out: list) -> int:
+    """Emit raw[i] of an exactly modeled GPU op; return the next index."""
+    t = raw[i]
+    kind = t.kind
+    if kind == "value":
+        out.append(_tok("VALUE", t.text, t.start, t.end))
+    elif kind == "symbol":
+        out.append(_tok("SYMBOL", t.text, t.start, t.end))
+    elif kind == "bare":
+        if t.text == "loc" and i + 1 < len(raw) and raw[i + 1].kind == "(":
+            j = _matching(raw, i + 1, "(", ")")
+            out.append(_tok("LOC", "loc", t.start, raw[j].end))
+            return j + 1
+        kw = GPU_KEYWORDS.get(t.text)
+        out.append(_tok(kw or "TYPE", t.text, t.start, t.end))
+    elif kind in ("blob", "bang"):
+        out.append(_tok("TYPE", t.text, t.start, t.end))
+    elif kind == "{":
+        j = _matching(raw, i, "{", "}")
+        out.append(_tok("ATTR_DICT", "{", t.start, raw[j].end))
+        return j + 1
+    elif kind in _FINE_PUNCT:
+        if kind in ("(", "["):
+            f.paren += 1
+        elif kind in (")", "]"):
+            f.paren -= 1
+            if f.paren < 0:
+                raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
+        out.append(_tok(_FINE_PUNCT[kind], t.text, t.start, t.end))
+    else:
+        # numbers, strings, `#attr`, `->`, `}`: no GPU format here takes them.
+        out.append(_tok("BODY", t.text, t.start, t.end))
+    return i + 1
+
+
+def _matching(raw, i: int, open_: str, close: str) -> int:
+    depth = 0
+    for j in range(i, len(raw)):
+        k = raw[j].kind
+        if k == open_:
+            depth += 1
+        elif k == close:
+            depth -= 1
+            if depth == 0:
+                return j
+    t = raw[i]
+    raise PrelexError(f"expected '{close}' to match this '{open_}'", t.start, t.end)
+
+
+def _opens_region(raw, i: int, f: _Frame) -> bool:
+    """Does the `{` at raw[i] (in a BODY run) open a region rather than an attribute dict?"""
+    prev = raw[i - 1] if i > 0 else None
+    if prev is not None and (prev.kind == "<" or (prev.kind == "bare" and prev.text == "attributes")):
+        return False
+    if f.generic:
+        # Generic form: regions only inside `( ... )`, the dictionary after them.
+        return f.paren > 0
+    if i + 1 >= len(raw):
+        return True
+    nxt = raw[i + 1]
+    k = nxt.kind
+    if k == "}":
+        # `({})` in generic form; CONTAINER_CLOSE stands for a container body parsed apart.
+        return nxt.text == CONTAINER_CLOSE or (prev is not None and prev.kind == "(")
+    if nxt.line_start or k in ("caret", "value", "meta"):
+        return True
+    after = raw[i + 2].kind if i + 2 < len(raw) else None
+    if k == "string":
+        return after == "("
+    if k == "bare":
+        if after == "=":
+            return False
+        if "." in nxt.text:
+            return nxt.text in KNOWN_OPS or after not in (",", "}")
+        return qualify_op_name(nxt.text, DEFAULT_DIALECT.get(f.op_name or "")) is not None
+    return False
+
+
+def qualify_op_name(text: str, dialect: str | None) -> str | None:
+    """A bare op name at an op position, resolved as MLIR's parser does: the name itself if
+    an op has it, else `<default dialect>.<name>`; None if neither is a known op."""
+    if text in KNOWN_OPS:
+        return text
+    if dialect:
+        qualified = f"{dialect}.{text}"
+        if qualified in KNOWN_OPS:
+            return qualified
+    return None
+
+
+_ASYNC_OTHER = frozenset(ASYNC_INTERFACE_OPS) - set(EXACT_GPU_OPS)

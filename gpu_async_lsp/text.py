@@ -1,0 +1,119 @@
+"""Text layer: offsets <-> (line, column) in UTF-16, UTF-8 or UTF-32 code units.
+
+Spans everywhere else are offsets into the document `str` (code points). This is the one
+module that converts them to line/column positions, with a line index built once per text
+(pygls's own converter re-splits the document on each call). It imports nothing above it.
+
+Lines end at "\n", "\r\n" or a lone "\r", as LSP defines them; a column past the end of its
+line is clamped to the line end (LSP 3.17, "Position").
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+UTF8 = "utf-8"
+UTF16 = "utf-16"
+UTF32 = "utf-32"
+ENCODINGS = (UTF8, UTF16, UTF32)
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_ASCII = re.compile(r"[\x00-\x7f]*\Z")
+
+
+def _units(s: str, encoding: str) -> int:
+    """Length of `s` in code units of `encoding`."""
+    if encoding == UTF32 or _ASCII.match(s):
+        return len(s)
+    if encoding == UTF16:
+        return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
+    return len(s.encode("utf-8", "surrogatepass"))
+
+
+def _offset_in_line(line: str, units: int, encoding: str) -> int:
+    """Code-point index in `line` of a column given in code units (clamped)."""
+    if units <= 0:
+        return 0
+    if encoding == UTF32 or _ASCII.match(line):
+        return min(units, len(line))
+    seen = 0
+    for i, ch in enumerate(line):
+        cp = ord(ch)
+        if encoding == UTF16:
+            seen += 2 if cp > 0xFFFF else 1
+        else:
+            seen += 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
+        if seen > units:
+            return i  # a column inside a character points at that character
+        if seen == units:
+            return i + 1
+    return len(line)
+
+
+@dataclass(frozen=True)
+class Position:
+    """A zero-based line and a column in code units of some encoding."""
+
+    line: int
+    character: int
+
+
+class LineIndex:
+    """Line starts of one text, for conversions in any position encoding."""
+
+    __slots__ = ("text", "_starts", "_ends")
+
+    def __init__(self, text: str):
+        self.text = text
+        starts = [0]
+        ends = []
+        for m in _LINE_BREAK.finditer(text):
+            ends.append(m.start())
+            starts.append(m.end())
+        ends.append(len(text))
+        self._starts = starts
+        self._ends = ends
+
+    @property
+    def line_count(self) -> int:
+        return len(self._starts)
+
+    def line_start(self, line: int) -> int:
+        return self._starts[line]
+
+    def line_end(self, line: int) -> int:
+        """Offset of the line break ending `line` (or of the end of text)."""
+        return self._ends[line]
+
+    def line_of(self, offset: int) -> int:
+        offset = max(0, min(offset, len(self.text)))
+        return bisect.bisect_right(self._starts, offset) - 1
+
+    def line_text(self, line: int) -> str:
+        return self.text[self._starts[line] : self._ends[line]]
+
+    def position(self, offset: int, encoding: str = UTF16) -> Position:
+        """Zero-based line and column (in `encoding` units) of a text offset."""
+        offset = max(0, min(offset, len(self.text)))
+        line = self.line_of(offset)
+        start = self._starts[line]
+        # An offset between "\r" and "\n" belongs to the end of the line.
+        col_end = min(offset, self._ends[line])
+        return Position(line, _units(self.text[start:col_end], encoding))
+
+    def offset(self, position: Position, encoding: str = UTF16) -> int:
+        """Text offset of an LSP-style position; out-of-range values are clamped."""
+        line = position.line
+        if line < 0:
+            return 0
+        if line >= len(self._starts):
+            return len(self.text)
+        start, end = self._starts[line], self._ends[line]
+        return start + _offset_in_line(self.text[start:end], position.character, encoding)
+
+    def line_col_1based(self, offset: int) -> tuple[int, int]:
+        """1-based line and 1-based column in code points, as compilers print them."""
+        p = self.position(offset, UTF32)
+        return p.line + 1, p.character + 1
