@@ -437,11 +437,11 @@ def _opens_region(raw, i: int, f: _Frame) -> bool:
         return True
     nxt = raw[i + 1]
     k = nxt.kind
+    if nxt.line_start or k in ("caret", "value", "meta"):
+        return True
     if k == "}":
         # `({})` in generic form; CONTAINER_CLOSE stands for a container body parsed apart.
         return nxt.text == CONTAINER_CLOSE or (prev is not None and prev.kind == "(")
-    if nxt.line_start or k in ("caret", "value", "meta"):
-        return True
     after = raw[i + 2].kind if i + 2 < len(raw) else None
     if k == "string":
         return after == "("
