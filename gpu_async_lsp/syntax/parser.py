@@ -61,8 +61,9 @@ _TERMINAL_WORDS = {
     "EQUAL": "'='", "OP_NAME": "an operation name", "GENERIC_NAME": "an operation name",
     "BODY": "an operand", "LBRACE_REGION": "'{'", "RBRACE": "'}'",
     "BLOCK_LABEL": "a block label", "ALIAS_DEF": "an alias", "META": "metadata",
-    "KW_ASYNC": "'async'", "KW_HOST_SHARED": "'host_shared'", "KW_CLUSTERS": "'clusters'",
-    "KW_BLOCKS": "'blocks'", "KW_THREADS": "'threads'", "KW_IN": "'in'", "KW_ARGS": "'args'",
+    "KW_ASYNC": "'async'", "KW_HOST_SHARED": "'host_shared'",
+    "BLOCKS_DIMS": "'blocks in (%x, %y, %z)'", "THREADS_DIMS": "'threads in (%x, %y, %z)'",
+    "CLUSTERS_DIMS": "'clusters in (%x, %y, %z)'", "KERNEL_ARGS": "'args(%v : type, ...)'",
     "KW_DYNAMIC_SHARED_MEMORY_SIZE": "'dynamic_shared_memory_size'", "VALUE": "an SSA value",
     "SYMBOL": "a symbol reference", "TYPE": "a type", "LPAR": "'('", "RPAR": "')'",
     "LSQB": "'['", "RSQB": "']'", "LANGLE": "'<'", "RANGLE": "'>'",
@@ -233,7 +234,9 @@ class _Builder(Transformer):
         for t in items[2:]:
             if isinstance(t, Token):
                 end = t.end_pos
-                if t.type == "VALUE":
+                if isinstance(t, BodyToken):
+                    op.uses.extend(_value(u) for u in t.uses)
+                elif t.type == "VALUE":
                     op.uses.append(_value(t))
                 elif t.type == "SYMBOL":
                     op.symbols.append(_symbol(t))
@@ -249,7 +252,7 @@ class _Builder(Transformer):
     def _list(self, c):
         return _flatten(c, [])
 
-    async_object = launch_dims = dims = dynamic_shared = kernel_args = kernel_arg = _list
+    async_object = launch_dims = dynamic_shared = kernel_args = _list
 
 
 _local = threading.local()

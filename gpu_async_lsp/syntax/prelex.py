@@ -39,11 +39,6 @@ EXACT_GPU_OPS = {
 GPU_KEYWORDS = {
     "async": "KW_ASYNC",
     "host_shared": "KW_HOST_SHARED",
-    "clusters": "KW_CLUSTERS",
-    "blocks": "KW_BLOCKS",
-    "threads": "KW_THREADS",
-    "in": "KW_IN",
-    "args": "KW_ARGS",
     "dynamic_shared_memory_size": "KW_DYNAMIC_SHARED_MEMORY_SIZE",
 }
 _FINE_PUNCT = {"(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", "<": "LANGLE", ">": "RANGLE",
@@ -385,6 +380,10 @@ def _fine_token(raw, i: int, f: _Frame, out: list) -> int:
     elif kind == "symbol":
         out.append(_tok("SYMBOL", t.text, t.start, t.end))
     elif kind == "bare":
+        merged = _merge_launch_part(raw, i)
+        if merged is not None:
+            out.append(merged[0])
+            return merged[1]
         if t.text == "loc" and i + 1 < len(raw) and raw[i + 1].kind == "(":
             j = _matching(raw, i + 1, "(", ")")
             out.append(_tok("LOC", "loc", t.start, raw[j].end))
@@ -409,6 +408,56 @@ def _fine_token(raw, i: int, f: _Frame, out: list) -> int:
         # numbers, strings, `#attr`, `->`, `}`: no GPU format here takes them.
         out.append(_tok("BODY", t.text, t.start, t.end))
     return i + 1
+
+
+_DIMS_SHAPE = ("in", "(", "value", ",", "value", ",", "value", ")")
+_DIMS_TERMINALS = {"blocks": "BLOCKS_DIMS", "threads": "THREADS_DIMS", "clusters": "CLUSTERS_DIMS"}
+
+
+def _merge_launch_part(raw, i: int):
+    """`blocks in (%x, %y, %z)` or `args(%a : t, ...)` of gpu.launch_func as one token.
+
+    The launch configuration is most of a launch_func's tokens and none of it matters to the
+    rewrite; checking its shape here, at the token level, keeps the LALR parser's work per op
+    small. Returns (token, next index) or None when the shape does not match (the grammar then
+    reports the first token that is wrong)."""
+    t = raw[i]
+    n = len(raw)
+    terminal = _DIMS_TERMINALS.get(t.text)
+    if terminal is not None:
+        for k, want in enumerate(_DIMS_SHAPE, 1):
+            r = raw[i + k] if i + k < n else None
+            if r is None or (r.kind != want if want in ("value", "(", ")", ",") else r.text != want):
+                return None
+        end = i + len(_DIMS_SHAPE)
+    elif t.text == "args" and i + 1 < n and raw[i + 1].kind == "(":
+        terminal = "KERNEL_ARGS"
+        j = i + 2
+        if j < n and raw[j].kind == ")":
+            end = j
+        else:
+            while True:  # %v : type (, %v : type)*
+                if not (j + 2 < n and raw[j].kind == "value" and raw[j + 1].kind == ":"
+                        and raw[j + 2].kind in ("blob", "bare", "bang")):
+                    return None
+                j += 3
+                if j < n and raw[j].kind == ",":
+                    j += 1
+                    continue
+                if j < n and raw[j].kind == ")":
+                    end = j
+                    break
+                return None
+    else:
+        return None
+    tok = BodyToken(terminal, t.text)
+    tok.start_pos = t.start
+    tok.end_pos = raw[end].end
+    tok.uses = [r for r in raw[i:end] if r.kind == "value"]
+    tok.symbols = []
+    tok.carets = []
+    tok.raw = None
+    return tok, end + 1
 
 
 def _matching(raw, i: int, open_: str, close: str) -> int:
