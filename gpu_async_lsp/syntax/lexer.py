@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from gpu_async_lsp.syntax import gpu_formats
+
 SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.MULTILINE)
 
 
@@ -112,15 +114,171 @@ def tokenize(text: str, start: int = 0, end: int | None = None) -> list[RawToken
     return out
 
 
+# --- lines ---------------------------------------------------------------------------------------
+
+# Most lines of MLIR host code are one simple op: `%r = dialect.op operands : types`, maybe a
+# `{` opening its region at the end, maybe a comment. Such a line is one LineToken, matched at
+# C speed; only its op name and result list are looked at. Any other line (strings, block
+# labels, `}`, attribute dictionaries, generic ops, the ops that are modeled exactly) is cut
+# into raw tokens.
+LINE_RE = re.compile(
+    r"[ \t]*"
+    r"(?:(?P<res>%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?(?:[ \t]*,[ \t]*%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?)*)"
+    r"[ \t]*=(?![=>])[ \t]*)?"
+    r"(?P<name>[A-Za-z_][\w$.]*)"
+    r"(?P<rest>[^{}\"\n/]*)"
+    r"(?P<brace>\{)?[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
+)
+_BLANK_LINES_RE = re.compile(r"(?:[ \t]*(?://[^\n]*)?\r?\n)*")
+_CONT_END = (",", "(", "[", "=", ":", "<", "->")
+
+
+class LineToken(NamedTuple):
+    """A whole line holding (the start of) one op in custom form."""
+
+    kind: str  # always "line"
+    start: int  # first result, or the op name
+    end: int  # end of the line's last token
+    text: str  # the op name as written
+    line_start: bool  # always True
+    name_start: int
+    name_end: int
+    results_start: int  # -1 without a result list
+    results_end: int  # just after the last result
+    cont: bool  # the line ends inside the op (`,` `(` `=` `->` ...)
+    depth: int  # ( and [ opened minus closed on the line
+    attributes: bool  # the line ends with the `attributes` keyword
+
+
+class GpuLineToken(NamedTuple):
+    """A GPU op of EXACT_GPU_OPS whose whole text matched its format in gpu_formats."""
+
+    kind: str  # always "gpuline"
+    start: int  # first result, or the op name
+    end: int  # end of the op's last token
+    text: str  # the op name
+    line_start: bool  # always True
+    name_start: int
+    name_end: int
+    results_start: int  # -1 without a result list
+    results_end: int
+    async_start: int  # -1 without the `async` keyword
+    deps_open: int  # offset of `[`, -1 without a dependency list
+    deps_close: int  # just after `]`
+    operands_start: int  # the text after the async clause
+    cont: bool  # always False
+    depth: int  # always 0
+    attributes: bool  # always False
+
+
+def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) -> list:
+    """Tokens of text[start:end]: a LineToken or GpuLineToken for each simple line (or GPU op),
+    RawTokens for everything else.
+
+    `op_words` are the bare names that start an op without a dialect prefix (`return`): a line
+    that starts with anything else and no result list continues the op before it."""
+    out: list = []
+    append = out.append
+    new = tuple.__new__
+    line_match = LINE_RE.match
+    blank = _BLANK_LINES_RE.match
+    pos = start
+    fine = False  # inside an exactly modeled GPU op that did not match its format
+    while pos < end:
+        pos = blank(text, pos, end).end()
+        if pos >= end:
+            break
+        m = line_match(text, pos, end)
+        if m is not None:
+            name = m.group("name")
+            res = m.group("res")
+            starts_op = res is not None or "." in name or name in op_words
+            if starts_op:
+                fine = False
+                operands = gpu_formats.OPERANDS.get(name)
+                if operands is not None:
+                    g = _gpu_line(text, m, name, res, operands, end)
+                    if g is not None:
+                        append(g)
+                        pos = gpu_formats.EOL_RE.match(text, g.end).end()
+                        continue
+                    fine = True
+            if not fine:
+                rest = m.group("rest")
+                stripped = rest.rstrip()
+                name_start = m.start("name")
+                name_end = m.end("name")
+                brace = m.start("brace")
+                res_start = m.start("res")
+                append(new(LineToken, (
+                    "line", res_start if res is not None else name_start,
+                    m.start("rest") + len(stripped) if stripped else name_end, name, True,
+                    name_start, name_end, res_start, m.end("res"),
+                    brace < 0 and stripped.endswith(_CONT_END),
+                    rest.count("(") + rest.count("[") - rest.count(")") - rest.count("]"),
+                    stripped.endswith("attributes"),
+                )))
+                if brace >= 0:
+                    append(new(RawToken, ("{", brace, brace + 1, "{", False)))
+                pos = m.end()
+                continue
+        pos = _fine_line(text, pos, end, out)
+    return out
+
+
+def _gpu_line(text, m, name, res, operands, end):
+    """A GpuLineToken if the op at `m` matches its assembly format, else None."""
+    name_start, name_end = m.span("name")
+    d = gpu_formats.ASYNC_DEPS.match(text, name_end, end)
+    o = operands.match(text, d.end(), end)
+    if o is None:
+        return None
+    return tuple.__new__(GpuLineToken, (
+        "gpuline", m.start("res") if res is not None else name_start, o.end(), name, True,
+        name_start, name_end, m.start("res"), m.end("res"), d.start("async"), d.start("open"),
+        d.end("close"), d.end(), False, 0, False,
+    ))
+
+
+def _fine_line(text: str, pos: int, end: int, out: list) -> int:
+    """Raw tokens of the line at `pos` (and of tokens that run on past it); the next position."""
+    append = out.append
+    new = tuple.__new__
+    first = True
+    for m in TOKEN_RE.finditer(text, pos, end):
+        kind = m.lastgroup
+        if kind == "ws":
+            return end
+        ws = m.group(1)
+        if not first and "\n" in ws:
+            return m.start()
+        s = m.end(1)
+        if kind == "comment":
+            if first:
+                continue  # cannot happen after _BLANK_LINES_RE, but harmless
+            continue
+        e = m.end()
+        tok = text[s:e]
+        if kind == "punct" or kind == "minus":
+            kind = tok
+        elif kind == "blob" and not tok.endswith(">"):
+            kind = "bare"
+        append(new(RawToken, (kind, s, e, tok, first)))
+        first = False
+    return end
+
+
 # --- units ---------------------------------------------------------------------------------------
 
-_SCAN_RE = re.compile(
-    r'(?P<comment>//[^\n]*)|(?P<string>"(?:[^"\\\n]|\\.)*")|(?P<meta>\{-#.*?#-\})'
-    r"|(?P<open>\{)|(?P<close>\})|(?P<line>\n[ \t\r]*(?=[^\s/]|/(?!/)))",
+# Each match skips a run of uninteresting characters first (a tight loop in C), then takes a
+# comment, a string, file metadata or a brace.
+_BRACE_RE = re.compile(
+    r'[^{}"/]*(?:(?P<comment>//[^\n]*)|(?P<string>"(?:[^"\\\n]|\\.)*")|(?P<meta>\{-#.*?#-\})'
+    r"|(?P<open>\{)|(?P<close>\})|/)",
     re.DOTALL,
 )
 
-_OP_START_RE = re.compile(
+_OP_START = (
     r'(?:%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?[ \t]*(?:,[ \t]*%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?[ \t]*)*=)'
     r"|\"[^\"\n]*\"[ \t]*\("
     r"|[A-Za-z_][\w$]*\.[\w$.]*"
@@ -128,6 +286,8 @@ _OP_START_RE = re.compile(
     r"|[#!][A-Za-z_][\w$.]*[ \t]*="
     r"|\{-#"
 )
+# A line break, the next line's indentation, and the start of an op there.
+_LINE_OP_RE = re.compile(rf"\n[ \t\r]*(?={_OP_START})")
 
 _CONTAINER_RE = re.compile(r"(?:builtin\.module|module|gpu\.module)\b")
 
@@ -153,36 +313,50 @@ def split_units(text: str, start: int, end: int) -> list[Unit]:
 
 
 def _split(text: str, start: int, end: int, level: int) -> list[Unit]:
-    starts: list[int] = []
-    depth = 0
-    match = _OP_START_RE.match
+    # Braces first (strings, comments and metadata skipped); op starts are looked for only in
+    # the stretches at depth 0, so a module's body costs one brace scan, not one match a line.
     first = _BLANKS_RE.match(text, start, end).end()
-    if first < end:
-        starts.append(first)
-    for m in _SCAN_RE.finditer(text, first, end):
+    if first >= end:
+        return []
+    starts = [first]
+    pairs: dict[int, int] = {}  # `}` -> `{` of the brace pairs at depth 0
+    depth = 0
+    stretch = first
+    open_at = -1
+    for m in _BRACE_RE.finditer(text, first, end):
         kind = m.lastgroup
         if kind == "open":
+            if depth == 0:
+                open_at = m.end() - 1
+                _op_starts(text, stretch, open_at, starts)
             depth += 1
-        elif kind == "close":
-            depth = max(0, depth - 1)
-        elif kind == "line" and depth == 0:
-            s = m.end()
-            if s < end and match(text, s) and not _continues(text, starts[-1], m.start()):
-                starts.append(s)
+        elif kind == "close" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                pairs[m.end() - 1] = open_at
+                stretch = m.end()
+    if depth == 0:
+        _op_starts(text, stretch, end, starts)
     units = []
     for s, e in zip(starts, starts[1:] + [end]):
         e = _trim_end(text, s, e)
         if e <= s:
             continue
-        region = None
-        if level < 64 and _CONTAINER_RE.match(text, s):
-            region = _container_region(text, s, e)
-        if region is not None:
-            children = _split(text, region[0] + 1, region[1], level + 1)
-            units.append(Unit(s, e, region, children))
+        lbrace = pairs.get(e - 1)
+        if lbrace is not None and lbrace > s and level < 64 and _CONTAINER_RE.match(text, s):
+            children = _split(text, lbrace + 1, e - 1, level + 1)
+            units.append(Unit(s, e, (lbrace, e - 1), children))
         else:
             units.append(Unit(s, e, None, []))
     return units
+
+
+def _op_starts(text: str, start: int, end: int, starts: list[int]) -> None:
+    """Append the offsets of lines in text[start:end] that start a new op."""
+    for m in _LINE_OP_RE.finditer(text, start, end):
+        s = m.end()
+        if s > starts[-1] and not _continues(text, starts[-1], m.start()):
+            starts.append(s)
 
 
 def _continues(text: str, unit_start: int, line_break: int) -> bool:
@@ -233,24 +407,3 @@ def _trim_end(text: str, s: int, e: int) -> int:
             seg = stripped[: last_nl + 1] if last_nl >= 0 else ""
             continue
         return s + len(stripped)
-
-
-def _container_region(text: str, s: int, e: int) -> tuple[int, int] | None:
-    """(`{`, `}`) of a container op's body: the brace pair that closes at the unit's end."""
-    if e <= s or text[e - 1] != "}":
-        return None
-    depth = 0
-    close = e - 1
-    for m in _SCAN_RE.finditer(text, s, e):
-        kind = m.lastgroup
-        if kind == "open":
-            if depth == 0:
-                candidate = m.start()
-            depth += 1
-        elif kind == "close":
-            depth -= 1
-            if depth < 0:
-                return None
-            if depth == 0 and m.start() == close:
-                return candidate, close
-    return None

@@ -10,6 +10,7 @@ This is the only module that drives Lark. It must not import pygls, lsprotocol o
 
 from __future__ import annotations
 
+import re
 import threading
 from importlib import resources
 from pathlib import Path
@@ -18,7 +19,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
-from gpu_async_lsp.op_tables import DEFAULT_DIALECT
+from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS
 from gpu_async_lsp.syntax.ir import (
     Alias,
     Block,
@@ -31,10 +32,20 @@ from gpu_async_lsp.syntax.ir import (
     SyntaxIssue,
     ValueRef,
 )
-from gpu_async_lsp.syntax.lexer import RawToken, Unit, split_chunks, split_units, tokenize
+from gpu_async_lsp.syntax.lexer import (
+    RawToken,
+    Unit,
+    split_chunks,
+    split_units,
+    tokenize,
+    tokenize_lines,
+)
 from gpu_async_lsp.syntax.prelex import CONTAINER_CLOSE, BodyToken, PrelexError, prelex
 
 TOP_LEVEL_DIALECT = "builtin"  # MLIR's parser starts with `builtin` as the default dialect
+# Bare names that start an op through some default dialect (`return`, `module`, ...).
+OP_WORDS = frozenset(name.split(".", 1)[1] for name in KNOWN_OPS
+                     if name.split(".", 1)[0] in set(DEFAULT_DIALECT.values()))
 
 
 def grammar_text() -> str:
@@ -57,7 +68,7 @@ class _TokenListLexer(Lexer):
 
 
 _TERMINAL_WORDS = {
-    "RESULT": "a result name", "NUMBER": "an integer", "COLON": "':'", "COMMA": "','",
+    "RESULTS": "a result list", "CHECKED_OPERANDS": "operands", "COLON": "':'", "COMMA": "','",
     "EQUAL": "'='", "OP_NAME": "an operation name", "GENERIC_NAME": "an operation name",
     "BODY": "an operand", "LBRACE_REGION": "'{'", "RBRACE": "'}'",
     "BLOCK_LABEL": "a block label", "ALIAS_DEF": "an alias", "META": "metadata",
@@ -102,6 +113,32 @@ def _symbol(t: Token | RawToken) -> SymbolRef:
     return SymbolRef(tuple(s.split("::")), start, end)
 
 
+_USE_RE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
+_SYMBOL_RE = re.compile(r'@(?:[\w$.\-]+|"(?:[^"\\\n]|\\.)*")(?:::@(?:[\w$.\-]+|"(?:[^"\\\n]|\\.)*"))*')
+_CARET_RE = re.compile(r"\^[\w$.\-]+")
+
+
+def _uses(t: BodyToken) -> list[ValueRef]:
+    out = []
+    for m in _USE_RE.finditer(t.src, t.start_pos, t.end_pos):
+        name, _, idx = m.group().partition("#")
+        out.append(ValueRef(name, m.start(), m.end(), int(idx) if idx else None))
+    return out
+
+
+def _read_body(op: Op, t: BodyToken) -> None:
+    """The SSA uses, symbol references and successors in a merged run of text."""
+    src, s, e = t.src, t.start_pos, t.end_pos
+    if src.find("%", s, e) >= 0:
+        op.uses.extend(_uses(t))
+    if src.find("@", s, e) >= 0:
+        op.symbols.extend(SymbolRef(tuple(m.group().split("::")), m.start(), m.end())
+                          for m in _SYMBOL_RE.finditer(src, s, e))
+    if src.find("^", s, e) >= 0:
+        op.successors.extend(ValueRef(m.group(), m.start(), m.end())
+                             for m in _CARET_RE.finditer(src, s, e))
+
+
 def _flatten(items, out: list) -> list:
     for x in items:
         if isinstance(x, list):
@@ -123,67 +160,49 @@ class _Builder(Transformer):
         name, _, body = c
         return Alias(str(name), name.start_pos, body.end_pos)
 
-    def result(self, c):
-        tok, _, count = c
-        v = _value(tok)
-        if count is not None:
-            v.count = int(count)
-            v.end = count.end_pos
-        return v
-
-    def results(self, c):
-        return [x for x in c if isinstance(x, ValueRef)]
-
-    def op(self, c):
-        results, op = c
-        if results:
-            op.results = results
-            op.results_end = results[-1].end
-            op.start = results[0].start
+    @staticmethod
+    def _with_results(op: Op, results) -> Op:
+        if results is not None:
+            op.results = results.values
+            op.results_end = results.values[-1].end
+            op.start = results.start_pos
         return op
 
     def _new_op(self, name_tok: Token, tails, generic=False) -> Op:
         op = Op(str(name_tok.value), name_tok.start_pos, name_tok.end_pos, name_tok.start_pos)
         op.generic = generic
         op.end = name_tok.end_pos
-        uses = op.uses
         first = tails[0] if tails else None
-        if (not generic and isinstance(first, BodyToken) and first.symbols
-                and first.symbols[0].start == first.start_pos):
-            # `func.func @f`, `gpu.module @m`: the symbol the op defines comes first.
-            op.symbol_name = _symbol(first.symbols[0])
+        if not generic and isinstance(first, BodyToken):
+            m = _SYMBOL_RE.match(first.src, first.start_pos, first.end_pos)
+            if m is not None:
+                # `func.func @f`, `gpu.module @m`: the symbol the op defines comes first.
+                op.symbol_name = SymbolRef(tuple(m.group().split("::")), m.start(), m.end())
         for t in tails:
             if isinstance(t, Region):
                 t.parent = op
                 op.regions.append(t)
                 op.end = t.rbrace + 1
-            elif isinstance(t, BodyToken):
-                uses.extend(_value(u) for u in t.uses)
-                op.symbols.extend(_symbol(s) for s in t.symbols)
-                op.successors.extend(_value(u) for u in t.carets)
+            else:
+                _read_body(op, t)
                 op.end = t.end_pos
-                if generic and t.raw:
-                    self._generic_types(op, t.raw)
+                if generic:
+                    arrow = t.src.rfind("->", t.start_pos, t.end_pos)
+                    if arrow >= 0:
+                        op.result_types = t.src[arrow + 2:t.end_pos]
         return op
-
-    @staticmethod
-    def _generic_types(op: Op, raw: list[RawToken]) -> None:
-        arrows = [i for i, r in enumerate(raw) if r.kind == "arrow"]
-        if arrows:
-            op.result_types = [r.text for r in raw[arrows[-1] + 1 :]
-                               if r.kind in ("bang", "blob", "bare", "hash")]
 
     def custom_op(self, c):
-        return self._new_op(c[0], c[1:])
+        return self._with_results(self._new_op(c[1], [x for x in c[2:] if x is not None]), c[0])
 
     def generic_op(self, c):
-        return self._new_op(c[0], c[1:], generic=True)
+        return self._with_results(self._new_op(c[1], c[2:], generic=True), c[0])
 
     def gpu_async_op(self, c):
-        op = self._new_op(c[0], c[2:])
-        op.gpu = c[1]
-        op.uses[:0] = c[1].deps
-        return op
+        op = self._new_op(c[1], c[3:])
+        op.gpu = c[2]
+        op.uses[:0] = c[2].deps
+        return self._with_results(op, c[0])
 
     def region(self, c):
         lbrace, rbrace = c[0], c[-1]
@@ -203,7 +222,7 @@ class _Builder(Transformer):
     def block(self, c):
         label, args, colon = c[0], c[1], c[2]
         ops = c[3:]
-        block = Block(_value(label), [_value(u) for u in args.uses] if args is not None else [],
+        block = Block(_value(label), _uses(args) if args is not None else [],
                       ops, label.start_pos, ops[-1].end if ops else colon.end_pos)
         for op in ops:
             op.parent = block
@@ -224,6 +243,9 @@ class _Builder(Transformer):
                 g.deps.append(_value(t))
         return g
 
+    def gpu_op(self, c):
+        return self._with_results(self._gpu(c[1:]), c[0])
+
     def _gpu(self, c):
         items = _flatten(c, [])
         name = items[0]
@@ -235,7 +257,7 @@ class _Builder(Transformer):
             if isinstance(t, Token):
                 end = t.end_pos
                 if isinstance(t, BodyToken):
-                    op.uses.extend(_value(u) for u in t.uses)
+                    _read_body(op, t)
                 elif t.type == "VALUE":
                     op.uses.append(_value(t))
                 elif t.type == "SYMBOL":
@@ -247,12 +269,12 @@ class _Builder(Transformer):
         op.end = end
         return op
 
-    gpu_wait = gpu_alloc = gpu_dealloc = gpu_memcpy = gpu_memset = gpu_launch_func = _gpu
 
     def _list(self, c):
         return _flatten(c, [])
 
     async_object = launch_dims = dynamic_shared = kernel_args = _list
+    alloc_operands = dealloc_operands = copy_operands = launch_operands = _list
 
 
 _local = threading.local()
@@ -321,10 +343,10 @@ def _syntax_issue(err: UnexpectedInput, fallback: int, text: str) -> SyntaxIssue
     return SyntaxIssue(str(err).splitlines()[0], fallback, fallback)
 
 
-def parse_unit_tokens(text: str, raw: list[RawToken], dialect: str | None, fallback_end: int):
-    """Parse one unit's raw tokens; returns (items, issue) where issue is None on success."""
+def parse_unit_tokens(text: str, raw: list, dialect: str | None, fallback_end: int):
+    """Parse one unit's tokens; returns (items, issue) where issue is None on success."""
     try:
-        tokens = prelex(raw, dialect)
+        tokens = prelex(text, raw, dialect)
         return _lark().parse(tokens), None
     except PrelexError as e:
         return [], SyntaxIssue(e.message, e.start, e.end)
@@ -339,8 +361,8 @@ def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk
                  out_ops: list[Op], parent: Block | None) -> None:
     for unit in units:
         if unit.region is None:
-            items, issue = parse_unit_tokens(text, tokenize(text, unit.start, unit.end), dialect,
-                                             unit.end)
+            items, issue = parse_unit_tokens(
+                text, tokenize_lines(text, unit.start, unit.end, OP_WORDS), dialect, unit.end)
             if issue is not None:
                 chunk.errors.append(issue)
             _take(items, chunk, out_ops, parent)

@@ -21,21 +21,16 @@ No pygls or lsprotocol here; lark only for its Token type.
 
 from __future__ import annotations
 
+import re
+
 from lark import Token
 
 from gpu_async_lsp.op_tables import ASYNC_INTERFACE_OPS, DEFAULT_DIALECT, KNOWN_OPS
-from gpu_async_lsp.syntax.lexer import RawToken
+from gpu_async_lsp.syntax.gpu_formats import EXACT_GPU_OPS, VALUE_RE
+from gpu_async_lsp.syntax.ir import ValueRef
+from gpu_async_lsp.syntax.lexer import RawToken, tokenize
 
-# GPU ops modeled token by token (their whole custom form) ...
-EXACT_GPU_OPS = {
-    "gpu.wait": "GPU_WAIT",
-    "gpu.alloc": "GPU_ALLOC",
-    "gpu.dealloc": "GPU_DEALLOC",
-    "gpu.memcpy": "GPU_MEMCPY",
-    "gpu.memset": "GPU_MEMSET",
-    "gpu.launch_func": "GPU_LAUNCH_FUNC",
-}
-# ... and the keywords their formats use.
+# The keywords of the GPU formats modeled token by token.
 GPU_KEYWORDS = {
     "async": "KW_ASYNC",
     "host_shared": "KW_HOST_SHARED",
@@ -62,9 +57,16 @@ class PrelexError(Exception):
 
 
 class BodyToken(Token):
-    """A merged run of tokens; `uses`, `symbols`, `carets` are what it refers to."""
+    """A merged run of text [start_pos, end_pos) of `src`; the builder reads its SSA uses,
+    symbols and successors from the text when it needs them."""
 
-    __slots__ = ("uses", "symbols", "carets", "raw")
+    __slots__ = ("src",)
+
+
+class ResultsToken(Token):
+    """A result list `%a, %b:2 =`; `values` are its ValueRefs."""
+
+    __slots__ = ("values",)
 
 
 def _tok(type_: str, value: str, start: int, end: int) -> Token:
@@ -92,31 +94,81 @@ class _Frame:
         self.label = False  # reading a block label's argument list
 
 
-def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
-    """Coarse tokens of one unit. Raises PrelexError for unbalanced structure."""
+def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
+    """Coarse tokens of one unit (items from `lexer.tokenize_lines`). Raises PrelexError for
+    unbalanced structure."""
     out: list[Token] = []
     frames = [_Frame(dialect, True)]
     n = len(raw)
     i = 0
-    body: list[RawToken] = []
+    body_start = -1
+    body_end = -1
 
     def flush():
-        if body:
-            first, last = body[0], body[-1]
-            t = BodyToken("BODY", first.text)
-            t.start_pos = first.start
-            t.end_pos = last.end
-            t.uses = [b for b in body if b.kind == "value"]
-            t.symbols = [b for b in body if b.kind == "symbol"]
-            t.carets = [b for b in body if b.kind == "caret"]
-            t.raw = list(body) if frames[-1].generic else None
+        nonlocal body_start
+        if body_start >= 0:
+            t = BodyToken("BODY", "")
+            t.start_pos = body_start
+            t.end_pos = body_end
+            t.src = text
             out.append(t)
-            body.clear()
+            body_start = -1
 
     while i < n:
         t = raw[i]
         kind = t.kind
         f = frames[-1]
+
+        if kind == "line" or kind == "gpuline":
+            if (f.paren == 0 and f.attr_depth == 0 and not f.label
+                    and (not f.in_op or not _continues(raw, i))):
+                if kind == "gpuline":
+                    flush()
+                    _emit_gpu_line(text, t, f, out)
+                    i += 1
+                    continue
+                if t.results_start >= 0:
+                    flush()
+                    out.append(_results(text, t.results_start, t.results_end))
+                    qualified = t.text if "." in t.text else (_resolve(t.text, f)
+                                                              or _fallback_name(t.text, f))
+                elif (qualified := _resolve(t.text, f)) is not None:
+                    flush()
+                else:
+                    qualified = None
+                if qualified is not None:
+                    _emit_name(t, qualified, f, out)
+                    if f.mode != _BODY:
+                        # A GPU op that did not match its format: token by token.
+                        raw[i:i + 1] = tokenize(text, t.name_end, t.end)
+                        n = len(raw)
+                        continue
+                    if t.end > t.name_end:
+                        if body_start < 0:
+                            body_start = _skip_blanks(text, t.name_end)
+                        body_end = t.end
+                    f.paren += t.depth
+                    i += 1
+                    continue
+                if not f.in_op:
+                    # Not an op where one must start: let the grammar report it.
+                    f.in_op = True
+                    f.op_name = None
+                    f.mode = _BODY
+            if f.mode != _BODY or f.label or f.attr_depth:
+                raw[i:i + 1] = tokenize(text, t.start, t.end)
+                n = len(raw)
+                continue
+            # A continuation line of the current op.
+            if body_start < 0:
+                body_start = t.start
+            body_end = t.end
+            f.paren += t.depth
+            if f.paren < 0:
+                flush()
+                raise PrelexError("unexpected ')'", t.start, t.end)
+            i += 1
+            continue
 
         if kind == "err":
             flush()
@@ -143,7 +195,9 @@ def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
                     continue
                 if not f.in_op:
                     # Not an op where one must start: let the grammar report it.
-                    body.append(t)
+                    if body_start < 0:
+                        body_start = t.start
+                    body_end = t.end
                     f.in_op = True
                     f.op_name = None
                     f.mode = _BODY
@@ -165,7 +219,9 @@ def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
                 f.paren -= 1
                 if f.paren < 0:
                     raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
-            body.append(t)
+            if body_start < 0:
+                body_start = t.start
+            body_end = t.end
             i += 1
             continue
 
@@ -175,7 +231,7 @@ def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
             ):
                 f.mode = _BODY
             else:
-                i = _fine_token(raw, i, f, out)
+                i = _fine_token(text, raw, i, f, out)
                 if f.mode == _DEPS and kind == "]":
                     f.mode = _BODY
                 continue
@@ -184,7 +240,9 @@ def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
         if kind == "{":
             if f.attr_depth or not _opens_region(raw, i, f):
                 f.attr_depth += 1
-                body.append(t)
+                if body_start < 0:
+                    body_start = t.start
+                body_end = t.end
                 i += 1
                 continue
             flush()
@@ -196,7 +254,9 @@ def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
         if kind == "}":
             if f.attr_depth:
                 f.attr_depth -= 1
-                body.append(t)
+                if body_start < 0:
+                    body_start = t.start
+                body_end = t.end
                 i += 1
                 continue
             flush()
@@ -216,7 +276,9 @@ def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
                 if f.paren < 0:
                     flush()
                     raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
-        body.append(t)
+        if body_start < 0:
+            body_start = t.start
+        body_end = t.end
         i += 1
 
     flush()
@@ -231,9 +293,74 @@ def prelex(raw: list[RawToken], dialect: str | None = None) -> list[Token]:
     return out
 
 
-def _continues(raw: list[RawToken], i: int) -> bool:
+def _continues(raw: list, i: int) -> bool:
     """Does the token before raw[i] leave the op unfinished (a trailing `,` `(` `=` `->` ...)?"""
-    return i > 0 and raw[i - 1].kind in _CONTINUATION
+    if i == 0:
+        return False
+    p = raw[i - 1]
+    return p.cont if p.kind == "line" else p.kind in _CONTINUATION
+
+
+_RESULT_RE = re.compile(r"(%[\w$.\-]+)(?:[ \t]*:[ \t]*(\d+))?")
+_BLANK_RE = re.compile(r"[ \t\r\n]*")
+
+
+def _skip_blanks(text: str, pos: int) -> int:
+    return _BLANK_RE.match(text, pos).end()
+
+
+def _results(text: str | None, start: int, end: int, raw: list | None = None) -> ResultsToken:
+    """The RESULTS token of `%a, %b:2` (from the text, or from raw tokens)."""
+    values = []
+    if raw is None:
+        for m in _RESULT_RE.finditer(text, start, end):
+            v = ValueRef(m.group(1), m.start(), m.end(1))
+            if m.group(2):
+                v.count = int(m.group(2))
+                v.end = m.end()
+            values.append(v)
+    else:
+        for k, r in enumerate(raw):
+            if r.kind == "value":
+                values.append(ValueRef(r.text, r.start, r.end))
+            elif r.kind == "number":
+                values[-1].count = int(r.text)
+                values[-1].end = r.end
+    t = ResultsToken("RESULTS", "")
+    t.start_pos = start
+    t.end_pos = end
+    t.values = values
+    return t
+
+
+def _emit_gpu_line(text: str, t, f: _Frame, out: list) -> None:
+    """An exactly modeled GPU op whose text matched its format: name, async clause, operands."""
+    if t.results_start >= 0:
+        out.append(_results(text, t.results_start, t.results_end))
+    out.append(_tok(EXACT_GPU_OPS[t.text], t.text, t.name_start, t.name_end))
+    if t.async_start >= 0:
+        out.append(_tok("KW_ASYNC", "async", t.async_start, t.async_start + 5))
+    if t.deps_open >= 0:
+        out.append(_tok("LSQB", "[", t.deps_open, t.deps_open + 1))
+        first = True
+        for m in VALUE_RE.finditer(text, t.deps_open + 1, t.deps_close - 1):
+            if not first:
+                out.append(_tok("COMMA", ",", m.start(), m.start()))
+            out.append(_tok("VALUE", m.group(), m.start(), m.end()))
+            first = False
+        out.append(_tok("RSQB", "]", t.deps_close - 1, t.deps_close))
+    if t.end > t.operands_start or t.text != "gpu.wait":
+        b = BodyToken("CHECKED_OPERANDS", "")
+        b.start_pos = _skip_blanks(text, t.operands_start)
+        b.end_pos = t.end
+        b.src = text
+        out.append(b)
+    f.in_op = True
+    f.paren = 0
+    f.attr_depth = 0
+    f.op_name = t.text
+    f.generic = False
+    f.mode = _BODY
 
 
 def _results_end(raw: list[RawToken], i: int) -> int | None:
@@ -271,18 +398,7 @@ def _start_op(raw, i, f: _Frame, out: list, flush) -> int | None:
         if eq is None:
             return None
         flush()
-        while j < eq:
-            r = raw[j]
-            if r.kind == "value":
-                out.append(_tok("RESULT", r.text, r.start, r.end))
-            elif r.kind == ":":
-                out.append(_tok("COLON", ":", r.start, r.end))
-            elif r.kind == "number":
-                out.append(_tok("NUMBER", r.text, r.start, r.end))
-            else:
-                out.append(_tok("COMMA", ",", r.start, r.end))
-            j += 1
-        out.append(_tok("EQUAL", "=", raw[eq].start, raw[eq].end))
+        out.append(_results(None, raw[i].start, raw[eq - 1].end, raw[i:eq]))
         j = eq + 1
         f.in_op = True
         f.paren = 0
@@ -371,7 +487,7 @@ def _emit_generic(t: RawToken, f: _Frame, out: list) -> None:
     f.mode = _BODY
 
 
-def _fine_token(raw, i: int, f: _Frame, out: list) -> int:
+def _fine_token(text: str, raw, i: int, f: _Frame, out: list) -> int:
     """Emit raw[i] of an exactly modeled GPU op; return the next index."""
     t = raw[i]
     kind = t.kind
@@ -380,7 +496,7 @@ def _fine_token(raw, i: int, f: _Frame, out: list) -> int:
     elif kind == "symbol":
         out.append(_tok("SYMBOL", t.text, t.start, t.end))
     elif kind == "bare":
-        merged = _merge_launch_part(raw, i)
+        merged = _merge_launch_part(text, raw, i)
         if merged is not None:
             out.append(merged[0])
             return merged[1]
@@ -414,7 +530,7 @@ _DIMS_SHAPE = ("in", "(", "value", ",", "value", ",", "value", ")")
 _DIMS_TERMINALS = {"blocks": "BLOCKS_DIMS", "threads": "THREADS_DIMS", "clusters": "CLUSTERS_DIMS"}
 
 
-def _merge_launch_part(raw, i: int):
+def _merge_launch_part(text: str, raw, i: int):
     """`blocks in (%x, %y, %z)` or `args(%a : t, ...)` of gpu.launch_func as one token.
 
     The launch configuration is most of a launch_func's tokens and none of it matters to the
@@ -453,10 +569,7 @@ def _merge_launch_part(raw, i: int):
     tok = BodyToken(terminal, t.text)
     tok.start_pos = t.start
     tok.end_pos = raw[end].end
-    tok.uses = [r for r in raw[i:end] if r.kind == "value"]
-    tok.symbols = []
-    tok.carets = []
-    tok.raw = None
+    tok.src = text
     return tok, end + 1
 
 
