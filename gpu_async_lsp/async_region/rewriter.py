@@ -36,14 +36,19 @@ DEVICE_CONTAINERS = frozenset({"gpu.module", "gpu.func"})
 
 
 def has_side_effects(op: Op) -> bool:
-    """`!isMemoryEffectFree(op)`, recursing into regions for RecursiveMemoryEffects ops."""
-    kind = effect_kind(op.name)
-    if kind == "none":
-        return False
-    if kind == "recursive":
-        return any(has_side_effects(inner) for r in op.regions for b in r.blocks
-                   for inner in b.ops)
-    return True
+    """`!isMemoryEffectFree(op)`: RecursiveMemoryEffects ops have the effects of what they
+    hold (walked without recursion)."""
+    stack = [op]
+    while stack:
+        current = stack.pop()
+        kind = effect_kind(current.name)
+        if kind == "effects":
+            return True
+        if kind == "recursive":
+            for region in current.regions:
+                for block in region.blocks:
+                    stack.extend(block.ops)
+    return False
 
 
 def is_already_async(op: Op) -> bool:
@@ -75,14 +80,14 @@ class NameAllocator:
         return name
 
 
-def _used_names(func: Op) -> set[str]:
-    names: set[str] = set()
-    for op in func.walk():
-        names.update(v.name for v in op.results)
-        names.update(v.name for v in op.uses)
-        for r in op.regions:
-            for b in r.blocks:
-                names.update(v.name for v in b.args)
+# An SSA name, or a comment or string (matched only to be skipped: `// %t0` is no name).
+_SSA_NAME = re.compile(r'//[^\n]*|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|(%[\w$.\-]+)')
+
+
+def _used_names(text: str, func: Op) -> set[str]:
+    """Every SSA name written in the function's code (results, operands, block arguments)."""
+    names = set(_SSA_NAME.findall(text, func.start, func.end))
+    names.discard("")
     return names
 
 
@@ -114,24 +119,34 @@ class ThreadTokenWalker:
     def __init__(self, text: str, rewrite: FunctionRewrite):
         self.text = text
         self.rw = rewrite
-        self.names = NameAllocator(_used_names(rewrite.func))
+        self.names = NameAllocator(_used_names(text, rewrite.func))
         self.current_token: str | None = None
 
     # -- the walk ---------------------------------------------------------------------------
 
-    def visit_block(self, block: Block, region_rbrace: int) -> None:
-        saved = self.current_token
-        self.current_token = None
-        for op in block.ops:
+    def visit_blocks(self, func: Op) -> None:
+        """Visit every block of `func` on its own, ops in program order (an explicit stack:
+        regions may nest thousands deep)."""
+        # A frame: [ops, next index, block, `}` of its region, current token of the block].
+        stack = [[block.ops, 0, block, region.rbrace, None]
+                 for region in reversed(func.regions) for block in reversed(region.blocks)]
+        while stack:
+            frame = stack[-1]
+            ops, index, block = frame[0], frame[1], frame[2]
+            if index == len(ops):
+                stack.pop()
+                if frame[4] is not None:
+                    # The block's terminator is elided in the text: sync before the `}`.
+                    self.create_wait_at_block_end(block, frame[3], frame[4])
+                continue
+            op = ops[index]
+            frame[1] = index + 1
+            self.current_token = frame[4]
             self.visit(op)
-            for region in op.regions:
-                for inner in region.blocks:
-                    self.visit_block(inner, region.rbrace)
-        if self.current_token is not None:
-            # The block's terminator is elided in the text: sync before the closing brace.
-            self.create_wait_at_block_end(block, region_rbrace, self.current_token)
-            self.current_token = None
-        self.current_token = saved
+            frame[4] = self.current_token
+            # Each nested block starts with no current token.
+            stack.extend([inner.ops, 0, inner, region.rbrace, None]
+                         for region in reversed(op.regions) for inner in reversed(region.blocks))
 
     def visit(self, op: Op) -> None:
         name = op.name
@@ -265,10 +280,7 @@ def host_functions(doc: Document):
 def analyze_function(text: str, func: Op) -> FunctionRewrite:
     name = func.symbol_name.path[0] if func.symbol_name else "@<anonymous>"
     rw = FunctionRewrite(func, name)
-    walker = ThreadTokenWalker(text, rw)
-    for region in func.regions:
-        for block in region.blocks:
-            walker.visit_block(block, region.rbrace)
+    ThreadTokenWalker(text, rw).visit_blocks(func)
     return rw
 
 

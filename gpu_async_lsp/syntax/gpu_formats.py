@@ -24,16 +24,11 @@ EXACT_GPU_OPS = {
     "gpu.launch_func": "GPU_LAUNCH_FUNC",
 }
 
-_BODY_ATOM = r'(?:[^<>"\-]|-(?!>)|->|"(?:[^"\\\n]|\\.)*")'
+from gpu_async_lsp.syntax.patterns import angle_body as _angle
 
 
-def _angle(depth: int) -> str:
-    inner = _BODY_ATOM if depth == 0 else f"(?:{_BODY_ATOM}|{_angle(depth - 1)})"
-    return f"<{inner}*>"
-
-
-_S = r"[ \t]*"  # blanks inside a line
-_NL = r"[ \t]*(?:\r?\n[ \t]*)?"  # blanks, at most one line break (multi-line launch_func)
+_S = r"[ \t]*+"  # blanks inside a line (possessive: no backtracking over long blank runs)
+_NL = r"[ \t]*+(?:\r?\n[ \t]*+)?"  # blanks, at most one line break (multi-line launch_func)
 _V = r"%[\w$.\-]+(?:#\d+)?"
 _VS = rf"{_V}(?:{_S},{_S}{_V})*"
 _TYPE = rf"(?:[A-Za-z_][\w$.]*(?:{_angle(5)})?|![A-Za-z_][\w$.]*(?:{_angle(5)})?)"

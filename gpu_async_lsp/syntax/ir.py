@@ -66,12 +66,15 @@ class Op:
         return sum(r.count for r in self.results)
 
     def walk(self):
-        """This op and every op nested in its regions, in program order."""
-        yield self
-        for region in self.regions:
-            for block in region.blocks:
-                for op in block.ops:
-                    yield from op.walk()
+        """This op and every op nested in its regions, in program order (no recursion: a
+        file may nest regions thousands deep)."""
+        stack = [self]
+        while stack:
+            op = stack.pop()
+            yield op
+            for region in reversed(op.regions):
+                for block in reversed(region.blocks):
+                    stack.extend(reversed(block.ops))
 
 
 @dataclass(slots=True, eq=False)
@@ -134,3 +137,14 @@ class Document:
         for chunk in self.chunks:
             for op in chunk.ops:
                 yield from op.walk()
+
+    def walk_with_depth(self):
+        """(op, nesting depth) for every op, in program order, without recursion."""
+        for chunk in self.chunks:
+            stack = [(op, 0) for op in reversed(chunk.ops)]
+            while stack:
+                op, depth = stack.pop()
+                yield op, depth
+                for region in reversed(op.regions):
+                    for block in reversed(region.blocks):
+                        stack.extend((child, depth + 1) for child in reversed(block.ops))

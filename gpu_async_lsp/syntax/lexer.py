@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from gpu_async_lsp.op_tables import KNOWN_OPS
 from gpu_async_lsp.syntax import gpu_formats
+from gpu_async_lsp.syntax.patterns import STRING as _STRING, angle_body
 
 SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.MULTILINE)
 
@@ -37,16 +39,7 @@ def split_chunks(text: str) -> list[tuple[int, int]]:
 
 # --- raw tokens --------------------------------------------------------------------------------
 
-_STRING = r'"(?:[^"\\\n]|\\.)*"'
-_BODY_ATOM = r'(?:[^<>"\-]|-(?!>)|->|' + _STRING + r")"
-
-
-def _angle_body(depth: int) -> str:
-    inner = _BODY_ATOM if depth == 0 else f"(?:{_BODY_ATOM}|{_angle_body(depth - 1)})"
-    return f"<{inner}*>"
-
-
-_BODY = _angle_body(6)
+_BODY = angle_body(6)
 _IDENT = r"[A-Za-z_][\w$.]*"
 _SUFFIX_ID = r"(?:\d+|[A-Za-z_$.\-][\w$.\-]*)"
 _SYMBOL_ONE = rf'@(?:[A-Za-z_$.][\w$.\-]*|{_STRING})'
@@ -54,7 +47,7 @@ _SYMBOL_ONE = rf'@(?:[A-Za-z_$.][\w$.\-]*|{_STRING})'
 # Each match takes the blanks before its token (group `ws`), so that finditer does not retry
 # every alternative at each blank; the alternatives come in order of frequency in host code.
 TOKEN_RE = re.compile(
-    r"(?P<ws>[ \t\r\n]*)(?:"
+    r"(?P<ws>[ \t\r\n]*+)(?:"
     + "|".join(
         [
             rf"(?P<value>%{_SUFFIX_ID}(?:#\d+)?)",
@@ -72,6 +65,7 @@ TOKEN_RE = re.compile(
             r"(?P<meta>\{-#.*?#-\})",
             r"(?P<minus>-)",
             r"(?P<err>\S)",
+            r"(?P<eof>\Z)",
         ]
     )
     + ")",
@@ -96,8 +90,8 @@ def tokenize(text: str, start: int = 0, end: int | None = None) -> list[RawToken
     first = True  # a unit starts on its own line
     for m in TOKEN_RE.finditer(text, start, end):
         kind = m.lastgroup
-        if kind == "ws":  # trailing blanks
-            continue
+        if kind == "eof" or kind == "ws":  # trailing blanks
+            break
         s = m.end(1)
         line_start = first or "\n" in m.group(1)
         if kind == "comment":
@@ -126,7 +120,7 @@ LINE_RE = re.compile(
     r"(?:(?P<res>%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?(?:[ \t]*,[ \t]*%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?)*)"
     r"[ \t]*=(?![=>])[ \t]*)?"
     r"(?P<name>[A-Za-z_][\w$.]*)"
-    r"(?P<rest>[^{}\"\n/]*)"
+    r"(?P<rest>[^{}\"\n/]*+)"
     r"(?P<brace>\{)?[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
 )
 _BLANK_LINES_RE = re.compile(r"(?:[ \t]*(?://[^\n]*)?\r?\n)*")
@@ -171,6 +165,19 @@ class GpuLineToken(NamedTuple):
     attributes: bool  # always False
 
 
+# A dotted name or `return` inside a line, where MLIR may start a second op.
+_MIDLINE_NAME_RE = re.compile(r"(?<![\w$.%@#!^\"\-])(?:[A-Za-z_][\w$]*\.[\w$.]+|return\b)")
+
+
+def midline_op(rest: str) -> bool:
+    """Does `rest` (a line after its op name) hold the name of another op?"""
+    for m in _MIDLINE_NAME_RE.finditer(rest):
+        name = m.group()
+        if name in KNOWN_OPS or name == "return":
+            return True
+    return False
+
+
 def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) -> list:
     """Tokens of text[start:end]: a LineToken or GpuLineToken for each simple line (or GPU op),
     RawTokens for everything else.
@@ -203,8 +210,13 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                         pos = gpu_formats.EOL_RE.match(text, g.end).end()
                         continue
                     fine = True
+            rest = m.group("rest")
+            if not fine and midline_op(rest):
+                fine = True  # a second op on the line: token by token (rare)
+                pos = _fine_line(text, pos, end, out)
+                fine = False
+                continue
             if not fine:
-                rest = m.group("rest")
                 stripped = rest.rstrip()
                 name_start = m.start("name")
                 name_end = m.end("name")
@@ -247,7 +259,7 @@ def _fine_line(text: str, pos: int, end: int, out: list) -> int:
     first = True
     for m in TOKEN_RE.finditer(text, pos, end):
         kind = m.lastgroup
-        if kind == "ws":
+        if kind == "eof" or kind == "ws":
             return end
         ws = m.group(1)
         if not first and "\n" in ws:
@@ -273,8 +285,8 @@ def _fine_line(text: str, pos: int, end: int, out: list) -> int:
 # Each match skips a run of uninteresting characters first (a tight loop in C), then takes a
 # comment, a string, file metadata or a brace.
 _BRACE_RE = re.compile(
-    r'[^{}"/]*(?:(?P<comment>//[^\n]*)|(?P<string>"(?:[^"\\\n]|\\.)*")|(?P<meta>\{-#.*?#-\})'
-    r"|(?P<open>\{)|(?P<close>\})|/)",
+    r'[^{}"/]*+(?:(?P<comment>//[^\n]*)|(?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*")'
+    r"|(?P<meta>\{-#.*?#-\})|(?P<open>\{)|(?P<close>\})|/|\Z)",
     re.DOTALL,
 )
 

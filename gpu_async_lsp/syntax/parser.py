@@ -80,6 +80,7 @@ _TERMINAL_WORDS = {
     "LSQB": "'['", "RSQB": "']'", "LANGLE": "'<'", "RANGLE": "'>'",
     "ATTR_DICT": "an attribute dictionary", "LOC": "a location", "$END": "end of input",
 }
+_CLOSERS = {"RPAR", "RSQB", "RBRACE", "RANGLE"}
 _OP_STARTS = {"OP_NAME", "GENERIC_NAME", "GPU_WAIT", "GPU_ALLOC", "GPU_DEALLOC", "GPU_MEMCPY",
               "GPU_MEMSET", "GPU_LAUNCH_FUNC", "GPU_ASYNC"}
 
@@ -113,6 +114,7 @@ def _symbol(t: Token | RawToken) -> SymbolRef:
     return SymbolRef(tuple(s.split("::")), start, end)
 
 
+_WORD_RE = re.compile(r"[^\s,()\[\]{}:=]+|\S")
 _USE_RE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
 _SYMBOL_RE = re.compile(r'@(?:[\w$.\-]+|"(?:[^"\\\n]|\\.)*")(?:::@(?:[\w$.\-]+|"(?:[^"\\\n]|\\.)*"))*')
 _CARET_RE = re.compile(r"\^[\w$.\-]+")
@@ -326,9 +328,12 @@ def _syntax_issue(err: UnexpectedInput, fallback: int, text: str) -> SyntaxIssue
             start = end = fallback
         else:
             start, end = tok.start_pos, tok.end_pos
-            if isinstance(tok, BodyToken) or tok.type == "BODY":
-                # Point at the first offending raw token, not the whole merged run.
-                end = min(end, start + len(str(tok)))
+            if isinstance(tok, BodyToken):
+                # Point at the first offending word, not the whole merged run.
+                word = _WORD_RE.match(text, start, end)
+                end = word.end() if word else min(end, start + 1)
+        if "COMMA" in expected and set(expected) & _CLOSERS:
+            expected.remove("COMMA")  # "expected ')'", as MLIR says: a `,` is implied
         if set(expected) & _OP_STARTS and len(expected) > 4:
             what = "an operation"
         else:

@@ -25,7 +25,7 @@ import re
 
 from lark import Token
 
-from gpu_async_lsp.op_tables import ASYNC_INTERFACE_OPS, DEFAULT_DIALECT, KNOWN_OPS
+from gpu_async_lsp.op_tables import ASYNC_INTERFACE_OPS, DEFAULT_DIALECT, KNOWN_OPS, TERMINATOR_OPS
 from gpu_async_lsp.syntax.gpu_formats import EXACT_GPU_OPS, VALUE_RE
 from gpu_async_lsp.syntax.ir import ValueRef
 from gpu_async_lsp.syntax.lexer import RawToken, tokenize
@@ -80,7 +80,7 @@ class _Frame:
     """A region (or the unit's top level): where ops start."""
 
     __slots__ = ("dialect", "paren", "in_op", "mode", "op_name", "generic", "top", "attr_depth",
-                 "label")
+                 "label", "deps_seen")
 
     def __init__(self, dialect: str | None, top: bool):
         self.dialect = dialect
@@ -92,6 +92,7 @@ class _Frame:
         self.op_name: str | None = None
         self.generic = False
         self.label = False  # reading a block label's argument list
+        self.deps_seen = False  # the `[` of an async clause was read
 
 
 def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
@@ -120,6 +121,15 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
         f = frames[-1]
 
         if kind == "line" or kind == "gpuline":
+            if f.paren and f.attr_depth == 0 and not f.label and (
+                    kind == "gpuline" or _midline_op(t.text, f)
+                    or (t.results_start >= 0 and "." in t.text and t.text in KNOWN_OPS)):
+                # A line that can only start an op, while a `(` is still open: see below.
+                if f.mode != _FINE:
+                    flush()
+                    prev = raw[i - 1]
+                    raise PrelexError("expected ')'", prev.end, prev.end)
+                f.paren = 0
             if (f.paren == 0 and f.attr_depth == 0 and not f.label
                     and (not f.in_op or not _continues(raw, i))):
                 if kind == "gpuline":
@@ -178,8 +188,17 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
             raise PrelexError("expected '\"' in string literal", t.start, t.end)
 
         # ---- is this the start of a new op? -------------------------------------------------
+        if f.paren and f.attr_depth == 0 and not f.label and t.line_start and _strong_start(raw, i, f):
+            # A line that can only start an op, while a `(` is still open: the op before it
+            # lacks its `)`. Exact GPU ops end here (the grammar then names the missing token).
+            if f.mode != _FINE:
+                flush()
+                prev = raw[i - 1]
+                raise PrelexError("expected ')'", prev.end, prev.end)
+            f.paren = 0
         if f.paren == 0 and f.attr_depth == 0 and not f.label:
-            starts = not f.in_op or (t.line_start and not _continues(raw, i))
+            starts = not f.in_op or ((t.line_start or _midline_start(raw, i, f))
+                                     and not _continues(raw, i))
             if starts:
                 if kind == "}":
                     flush()
@@ -225,16 +244,20 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
             i += 1
             continue
 
-        if f.mode == _FINE or f.mode == _DEPS:
-            if f.mode == _DEPS and not (kind == "bare" and t.text == "async") and not (
-                kind == "[" or kind == "value" or kind == "," or (kind == "]" and f.paren)
-            ):
-                f.mode = _BODY
-            else:
+        if f.mode == _DEPS:
+            # custom<AsyncDependencies> of the other AsyncOpInterface ops: `async`? `[...]`?
+            if f.paren or (kind == "[" and not f.deps_seen) or (
+                    kind == "bare" and t.text == "async" and not f.deps_seen):
+                if kind == "[":
+                    f.deps_seen = True
                 i = _fine_token(text, raw, i, f, out)
-                if f.mode == _DEPS and kind == "]":
+                if kind == "]" and not f.paren:
                     f.mode = _BODY
                 continue
+            f.mode = _BODY
+        if f.mode == _FINE and not (kind == "}" and f.paren == 0):
+            i = _fine_token(text, raw, i, f, out)
+            continue
 
         # _BODY mode
         if kind == "{":
@@ -468,13 +491,17 @@ def _emit_name(t: RawToken, qualified: str, f: _Frame, out: list) -> None:
         type_, mode = "GPU_ASYNC", _DEPS
     else:
         type_, mode = "OP_NAME", _BODY
-    out.append(_tok(type_, qualified, t.start, t.end))
+    if t.kind == "line":
+        out.append(_tok(type_, qualified, t.name_start, t.name_end))
+    else:
+        out.append(_tok(type_, qualified, t.start, t.end))
     f.in_op = True
     f.paren = 0
     f.attr_depth = 0
     f.op_name = qualified
     f.generic = False
     f.mode = mode
+    f.deps_seen = False
 
 
 def _emit_generic(t: RawToken, f: _Frame, out: list) -> None:
@@ -614,6 +641,38 @@ def _opens_region(raw, i: int, f: _Frame) -> bool:
             return nxt.text in KNOWN_OPS or after not in (",", "}")
         return qualify_op_name(nxt.text, DEFAULT_DIALECT.get(f.op_name or "")) is not None
     return False
+
+
+def _strong_start(raw: list, i: int, f: _Frame) -> bool:
+    """raw[i] can only be the start of an op: `%r = dialect.op`, a known dotted op name, or a
+    bare name that resolves to a terminator (`return`)."""
+    t = raw[i]
+    if t.kind == "bare":
+        return _midline_op(t.text, f)
+    if t.kind == "value":
+        eq = _results_end(raw, i)
+        if eq is None or eq + 1 >= len(raw):
+            return False
+        name = raw[eq + 1]
+        return name.kind == "bare" and "." in name.text and name.text in KNOWN_OPS
+    return False
+
+
+def _midline_start(raw: list, i: int, f: _Frame) -> bool:
+    """An op that starts in the middle of a line (MLIR allows several ops on one line)."""
+    t = raw[i]
+    if t.kind == "bare":
+        return _midline_op(t.text, f)
+    return t.kind == "value" and _strong_start(raw, i, f)
+
+
+def _midline_op(text: str, f: _Frame) -> bool:
+    """MLIR allows several ops on one line: a known dotted op name, or a bare name that
+    resolves to a terminator (`... : memref<4xf32> return }`), starts one there too."""
+    if "." in text:
+        return text in KNOWN_OPS
+    qualified = qualify_op_name(text, f.dialect)
+    return qualified is not None and qualified in TERMINATOR_OPS
 
 
 def qualify_op_name(text: str, dialect: str | None) -> str | None:

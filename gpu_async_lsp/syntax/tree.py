@@ -6,15 +6,7 @@ chunks separated by `// -----`. No implicit ops are added.
 
 from __future__ import annotations
 
-from gpu_async_lsp.syntax.ir import Document, Op
-
-
-def _lines(op: Op, depth: int, out: list[str]) -> None:
-    out.append("  " * depth + op.name)
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.ops:
-                _lines(child, depth + 1, out)
+from gpu_async_lsp.syntax.ir import Document
 
 
 def format_tree(doc: Document) -> str:
@@ -22,6 +14,11 @@ def format_tree(doc: Document) -> str:
     for i, chunk in enumerate(doc.chunks):
         if i:
             out.append("// -----")
-        for op in chunk.ops:
-            _lines(op, 0, out)
+        stack = [(op, 0) for op in reversed(chunk.ops)]
+        while stack:  # no recursion: regions may nest thousands deep
+            op, depth = stack.pop()
+            out.append("  " * depth + op.name)
+            for region in reversed(op.regions):
+                for block in reversed(region.blocks):
+                    stack.extend((child, depth + 1) for child in reversed(block.ops))
     return "\n".join(out) + ("\n" if out else "")

@@ -56,21 +56,6 @@ REGEN = os.environ.get("GPU_ASYNC_REGEN") == "1"
 # the product must do and fail until the parser does it. name -> (reason, the tests that fail:
 # "findings" for the findings-and-fix test, "mlir_opt" for the mlir-opt-22 test).
 XFAIL: dict[str, tuple[str, frozenset[str]]] = {
-    "one_line_regions.mlir": (
-        "parser: a GPU op followed by a region's closing `}` on the same line is a syntax error "
-        "(\"expected '}' to close the region\")", frozenset({"findings", "mlir_opt"})),
-    "ops_sharing_a_line.mlir": (
-        "parser: an op that starts after another op on the same line is swallowed by it, so a "
-        "GPU op there is not rewritten (the rewrite differs from mlir-opt-22)",
-        frozenset({"findings", "mlir_opt"})),
-    "sparse_ops.mlir": (
-        "parser: a synchronous sparse op (`gpu.create_dn_tensor %m, %n : index into ...`) is a "
-        "syntax error (\"expected an operation, found '%m'\")",
-        frozenset({"findings", "mlir_opt"})),
-    "syntax_error_location.mlir": (
-        "parser: an unclosed `(` in a GPU op is reported at the function's closing `}` "
-        "(\"expected '}' to close the region\"), not at the offending `:` as mlir-opt-22 does",
-        frozenset({"findings"})),
 }
 
 SEVERITIES = {"error": F.Severity.ERROR, "warning": F.Severity.WARNING, "hint": F.Severity.HINT}
