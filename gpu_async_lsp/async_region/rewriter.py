@@ -21,12 +21,14 @@ lines and insert new lines; every other byte stays (STYLE.md, "Edits are planned
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
-from gpu_async_lsp.edits import TextEdit, apply_edits
+from gpu_async_lsp.edits import TextEdit, apply_edits, sort_edits
 from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_terminator
 from gpu_async_lsp.syntax import Block, Document, Op, parse_document
 
@@ -258,6 +260,36 @@ class Analysis:
 
     def fixed_text(self) -> str:
         return apply_edits(self.document.text, self.edits())
+
+    def fix(self) -> tuple[str, list[Finding]]:
+        """The text with every rewritable function rewritten, and the findings that remain in
+        it: all but the hints of the rewritten functions, their offsets moved past the edits.
+
+        Re-analyzing the fixed text would cost a second parse and, in strict mode, report the
+        `gpu.wait`s the rewrite itself inserted."""
+        edits = sort_edits(self.edits())
+        if not edits:
+            return self.document.text, list(self.findings)
+        fixed = apply_edits(self.document.text, edits)
+        rewritten = {(fn.func.symbol_name.start, fn.func.symbol_name.end) if fn.func.symbol_name
+                     else (fn.func.name_start, fn.func.name_end)
+                     for fn in self.functions if fn.rewritable}
+        starts = [e.start for e in edits]
+        shift = [0]
+        for e in edits:
+            shift.append(shift[-1] + len(e.new_text) - (e.end - e.start))
+
+        def moved(offset: int) -> int:
+            return offset + shift[bisect.bisect_right(starts, offset)]
+
+        remaining = []
+        for f in self.findings:
+            if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
+                continue
+            remaining.append(dataclasses.replace(
+                f, start=moved(f.start), end=moved(f.end),
+                related=tuple(Related(moved(r.start), moved(r.end), r.message) for r in f.related)))
+        return fixed, remaining
 
 
 def host_functions(doc: Document):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpu_async_lsp.syntax import refs
+
 
 @dataclass(slots=True)
 class ValueRef:
@@ -52,10 +54,13 @@ class Op:
     generic: bool = False  # written as `"dialect.op"(...)`
     results: list[ValueRef] = field(default_factory=list)
     results_end: int | None = None  # just after the last result (before ` =`)
-    uses: list[ValueRef] = field(default_factory=list)  # operands, in order, outside regions
-    symbols: list[SymbolRef] = field(default_factory=list)
+    # References read token by token (GPU ops), and the runs of text merged into BODY tokens,
+    # whose references are read from `src` only when asked for (most never are).
+    explicit_uses: list[ValueRef] = field(default_factory=list)
+    explicit_symbols: list[SymbolRef] = field(default_factory=list)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    src: str = ""
     symbol_name: SymbolRef | None = None  # `@f` of `func.func @f`, `gpu.module @m`, ...
-    successors: list[ValueRef] = field(default_factory=list)  # `^bb1` uses
     regions: list[Region] = field(default_factory=list)
     gpu: GpuSyntax | None = None
     result_types: list[str] | None = None  # generic form: types after `->`, as written
@@ -64,6 +69,27 @@ class Op:
     @property
     def num_results(self) -> int:
         return sum(r.count for r in self.results)
+
+    @property
+    def uses(self) -> list[ValueRef]:
+        """SSA operands written in the op outside its regions (`%x`, `%x#1`), in text order."""
+        found = list(self.explicit_uses)
+        for start, end in self.spans:
+            found.extend(refs.values_in(self.src, start, end))
+        return sorted(found, key=lambda v: v.start)
+
+    @property
+    def symbols(self) -> list[SymbolRef]:
+        """Symbol references written in the op outside its regions (`@f`, `@m::@k`)."""
+        found = list(self.explicit_symbols)
+        for start, end in self.spans:
+            found.extend(refs.symbols_in(self.src, start, end))
+        return sorted(found, key=lambda v: v.start)
+
+    @property
+    def successors(self) -> list[ValueRef]:
+        """Successor blocks (`^bb1`) the op names."""
+        return [v for start, end in self.spans for v in refs.carets_in(self.src, start, end)]
 
     def walk(self):
         """This op and every op nested in its regions, in program order (no recursion: a

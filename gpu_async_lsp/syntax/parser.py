@@ -20,6 +20,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS
+from gpu_async_lsp.syntax import refs
 from gpu_async_lsp.syntax.ir import (
     Alias,
     Block,
@@ -40,7 +41,13 @@ from gpu_async_lsp.syntax.lexer import (
     tokenize,
     tokenize_lines,
 )
-from gpu_async_lsp.syntax.prelex import CONTAINER_CLOSE, BodyToken, PrelexError, prelex
+from gpu_async_lsp.syntax.prelex import (
+    CONTAINER_CLOSE,
+    BodyToken,
+    PrelexError,
+    ResultsToken,
+    prelex,
+)
 
 TOP_LEVEL_DIALECT = "builtin"  # MLIR's parser starts with `builtin` as the default dialect
 # Bare names that start an op through some default dialect (`return`, `module`, ...).
@@ -115,30 +122,13 @@ def _symbol(t: Token | RawToken) -> SymbolRef:
 
 
 _WORD_RE = re.compile(r"[^\s,()\[\]{}:=]+|\S")
-_USE_RE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
-_SYMBOL_RE = re.compile(r'@(?:[\w$.\-]+|"(?:[^"\\\n]|\\.)*")(?:::@(?:[\w$.\-]+|"(?:[^"\\\n]|\\.)*"))*')
-_CARET_RE = re.compile(r"\^[\w$.\-]+")
-
-
-def _uses(t: BodyToken) -> list[ValueRef]:
-    out = []
-    for m in _USE_RE.finditer(t.src, t.start_pos, t.end_pos):
-        name, _, idx = m.group().partition("#")
-        out.append(ValueRef(name, m.start(), m.end(), int(idx) if idx else None))
-    return out
+_SYMBOL_RE = re.compile(r'@(?:[\w$.\-]+|"[^"\\\n]*(?:\\.[^"\\\n]*)*")(?:::@(?:[\w$.\-]+|"[^"\\\n]*(?:\\.[^"\\\n]*)*"))*')
 
 
 def _read_body(op: Op, t: BodyToken) -> None:
-    """The SSA uses, symbol references and successors in a merged run of text."""
-    src, s, e = t.src, t.start_pos, t.end_pos
-    if src.find("%", s, e) >= 0:
-        op.uses.extend(_uses(t))
-    if src.find("@", s, e) >= 0:
-        op.symbols.extend(SymbolRef(tuple(m.group().split("::")), m.start(), m.end())
-                          for m in _SYMBOL_RE.finditer(src, s, e))
-    if src.find("^", s, e) >= 0:
-        op.successors.extend(ValueRef(m.group(), m.start(), m.end())
-                             for m in _CARET_RE.finditer(src, s, e))
+    """Keep a merged run of text; its references are read only when asked for."""
+    op.spans.append((t.start_pos, t.end_pos))
+    op.src = t.src
 
 
 def _flatten(items, out: list) -> list:
@@ -170,49 +160,61 @@ class _Builder(Transformer):
             op.start = results.start_pos
         return op
 
-    def _new_op(self, name_tok: Token, tails, generic=False) -> Op:
-        op = Op(str(name_tok.value), name_tok.start_pos, name_tok.end_pos, name_tok.start_pos)
+    def _new_op(self, c, generic=False) -> Op:
+        """An op from [RESULTS?, name, (BODY | Region | GpuSyntax)*] (no placeholders)."""
+        results = None
+        if isinstance(c[0], ResultsToken):
+            results = c[0]
+            c = c[1:]
+        name_tok = c[0]
+        op = Op(name_tok.value, name_tok.start_pos, name_tok.end_pos, name_tok.start_pos)
         op.generic = generic
         op.end = name_tok.end_pos
-        first = tails[0] if tails else None
-        if not generic and isinstance(first, BodyToken):
+        tails = c[1:]
+        if tails and isinstance(tails[0], GpuSyntax):
+            op.gpu = tails[0]
+            op.explicit_uses.extend(tails[0].deps)
+            tails = tails[1:]
+        elif tails and not generic and isinstance(tails[0], BodyToken):
+            first = tails[0]
             m = _SYMBOL_RE.match(first.src, first.start_pos, first.end_pos)
             if m is not None:
                 # `func.func @f`, `gpu.module @m`: the symbol the op defines comes first.
                 op.symbol_name = SymbolRef(tuple(m.group().split("::")), m.start(), m.end())
+        spans = op.spans
         for t in tails:
             if isinstance(t, Region):
                 t.parent = op
                 op.regions.append(t)
                 op.end = t.rbrace + 1
             else:
-                _read_body(op, t)
+                spans.append((t.start_pos, t.end_pos))
+                op.src = t.src
                 op.end = t.end_pos
                 if generic:
                     arrow = t.src.rfind("->", t.start_pos, t.end_pos)
                     if arrow >= 0:
                         op.result_types = t.src[arrow + 2:t.end_pos]
+        if results is not None:
+            op.results = results.values
+            op.results_end = results.values[-1].end
+            op.start = results.start_pos
         return op
 
     def custom_op(self, c):
-        return self._with_results(self._new_op(c[1], [x for x in c[2:] if x is not None]), c[0])
+        return self._new_op(c)
 
     def generic_op(self, c):
-        return self._with_results(self._new_op(c[1], c[2:], generic=True), c[0])
+        return self._new_op(c, generic=True)
 
-    def gpu_async_op(self, c):
-        op = self._new_op(c[1], c[3:])
-        op.gpu = c[2]
-        op.uses[:0] = c[2].deps
-        return self._with_results(op, c[0])
+    gpu_async_op = custom_op
 
     def region(self, c):
         lbrace, rbrace = c[0], c[-1]
         region = Region(lbrace.start_pos, rbrace.start_pos)
         for b in c[1:-1]:
-            if b is not None:
-                b.parent = region
-                region.blocks.append(b)
+            b.parent = region
+            region.blocks.append(b)
         return region
 
     def entry_block(self, c):
@@ -222,9 +224,14 @@ class _Builder(Transformer):
         return block
 
     def block(self, c):
-        label, args, colon = c[0], c[1], c[2]
-        ops = c[3:]
-        block = Block(_value(label), _uses(args) if args is not None else [],
+        label = c[0]
+        if c[1].type == "COLON":
+            args, colon, ops = None, c[1], c[2:]
+        else:
+            args, colon, ops = c[1], c[2], c[3:]
+        block = Block(_value(label),
+                      list(refs.values_in(args.src, args.start_pos, args.end_pos))
+                      if args is not None else [],
                       ops, label.start_pos, ops[-1].end if ops else colon.end_pos)
         for op in ops:
             op.parent = block
@@ -246,14 +253,17 @@ class _Builder(Transformer):
         return g
 
     def gpu_op(self, c):
-        return self._with_results(self._gpu(c[1:]), c[0])
-
-    def _gpu(self, c):
+        if len(c) <= 4 and isinstance(c[-1], BodyToken) and c[-1].type == "CHECKED_OPERANDS":
+            return self._new_op(c)  # the fast path: name, async clause, checked operands
+        results = None
+        if isinstance(c[0], ResultsToken):
+            results = c[0]
+            c = c[1:]
         items = _flatten(c, [])
         name = items[0]
-        op = Op(str(name.value), name.start_pos, name.end_pos, name.start_pos)
+        op = Op(name.value, name.start_pos, name.end_pos, name.start_pos)
         op.gpu = items[1]
-        op.uses.extend(op.gpu.deps)
+        op.explicit_uses.extend(op.gpu.deps)
         end = name.end_pos
         for t in items[2:]:
             if isinstance(t, Token):
@@ -261,16 +271,15 @@ class _Builder(Transformer):
                 if isinstance(t, BodyToken):
                     _read_body(op, t)
                 elif t.type == "VALUE":
-                    op.uses.append(_value(t))
+                    op.explicit_uses.append(_value(t))
                 elif t.type == "SYMBOL":
-                    op.symbols.append(_symbol(t))
+                    op.explicit_symbols.append(_symbol(t))
         if op.gpu.deps_close:
             end = max(end, op.gpu.deps_close)
         if op.gpu.async_kw:
             end = max(end, op.gpu.async_kw[1])
         op.end = end
-        return op
-
+        return self._with_results(op, results)
 
     def _list(self, c):
         return _flatten(c, [])
@@ -309,7 +318,7 @@ def build_parser(strict: bool = False) -> Lark:
         parser="lalr",
         lexer=_TokenListLexer,
         transformer=_Builder(),
-        maybe_placeholders=True,
+        maybe_placeholders=False,
         strict=strict,
     )
 

@@ -1,0 +1,42 @@
+"""Syntax layer: the references (SSA values, symbols, successors) in a run of MLIR text.
+
+Op bodies in custom syntax we cannot know are kept as runs of text; this reads what they refer
+to when someone asks (navigation, hover), skipping comments and strings. No lark here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpu_async_lsp.syntax.patterns import STRING
+
+_SKIP = rf"//[^\n]*|{STRING}"
+_VALUE_RE = re.compile(rf"{_SKIP}|(%[\w$.\-]+)(?:#(\d+))?")
+_SYMBOL_ONE = rf'@(?:[\w$.\-]+|{STRING})'
+_SYMBOL_RE = re.compile(rf"//[^\n]*|(?<!@){STRING}|({_SYMBOL_ONE}(?:::{_SYMBOL_ONE})*)")
+_CARET_RE = re.compile(rf"{_SKIP}|(\^[\w$.\-]+)")
+
+
+def values_in(text: str, start: int, end: int):
+    from gpu_async_lsp.syntax.ir import ValueRef
+
+    for m in _VALUE_RE.finditer(text, start, end):
+        if m.group(1):
+            idx = m.group(2)
+            yield ValueRef(m.group(1), m.start(), m.end(), int(idx) if idx else None)
+
+
+def symbols_in(text: str, start: int, end: int):
+    from gpu_async_lsp.syntax.ir import SymbolRef
+
+    for m in _SYMBOL_RE.finditer(text, start, end):
+        if m.group(1):
+            yield SymbolRef(tuple(m.group(1).split("::")), m.start(), m.end())
+
+
+def carets_in(text: str, start: int, end: int):
+    from gpu_async_lsp.syntax.ir import ValueRef
+
+    for m in _CARET_RE.finditer(text, start, end):
+        if m.group(1):
+            yield ValueRef(m.group(1), m.start(), m.end())
