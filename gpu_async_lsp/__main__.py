@@ -1,7 +1,5 @@
 """`python -m gpu_async_lsp` is the `gpu-async-lsp` command."""
 
-import sys
+from gpu_async_lsp.cli import entry
 
-from gpu_async_lsp.cli import main
-
-sys.exit(main())
+entry()

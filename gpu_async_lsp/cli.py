@@ -34,6 +34,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region import analyze
+from gpu_async_lsp.async_region.rewriter import findings_after_fix
+from gpu_async_lsp.parallel import analyze_in_shares
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.tree import format_tree
@@ -89,6 +91,9 @@ class CheckOptions:
     fix: bool = False
     diff: bool = False
     strict: bool = False
+    # Processes one big buffer may be shared among (files checked in turn only: the workers of
+    # a file pool do not fork again).
+    buffer_jobs: int = 1
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -190,10 +195,11 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     A buffer with syntax errors is never rewritten: the fixed text is then the text itself.
     """
     with _gc_paused():
-        analysis = analyze(text, strict=options.strict)
-        fixed, findings = text, analysis.findings
-        if (options.fix or options.diff) and not analysis.has_syntax_errors:
-            fixed, findings = analysis.fix()
+        findings, edits, rewritten, syntax_errors = analyze_in_shares(
+            text, options.strict, options.buffer_jobs)
+        fixed = text
+        if (options.fix or options.diff) and not syntax_errors:
+            fixed, findings = findings_after_fix(text, findings, edits, rewritten)
         result = FileResult(display, _finding_dicts(fixed, findings))
     result.changed = fixed != text
     if options.diff and result.changed:
@@ -533,6 +539,7 @@ def _check_paths(paths, options, jobs, reporter, stderr) -> tuple[list[FileResul
     if jobs > 1 and len(files) > 1:
         _run_parallel(files, displays, options, jobs, on_result, progress)
     else:
+        options = dataclasses.replace(options, buffer_jobs=jobs)
         _run_sequential(files, displays, options, on_result, progress)
     if show_progress:
         stderr.write("\r\x1b[K")
@@ -713,3 +720,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def entry() -> None:
+    """The `gpu-async-lsp` command: `main`, then exit without tearing the heap down.
+
+    A 50k-line file leaves millions of IR objects; freeing them one by one at interpreter
+    exit took longer than writing the fixed file (0.8 s of 2.7 s). Output is flushed first;
+    the language server (a long-lived process) exits normally.
+    """
+    code = main()
+    if sys.argv[1:2] in (["check"], ["tree"]):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -261,35 +261,51 @@ class Analysis:
     def fixed_text(self) -> str:
         return apply_edits(self.document.text, self.edits())
 
+    def rewritten_anchors(self) -> set[tuple[int, int]]:
+        """Spans of the `sync-gpu-ops` hints of the functions the rewrite changes."""
+        return {_anchor(fn.func) for fn in self.functions if fn.rewritable}
+
     def fix(self) -> tuple[str, list[Finding]]:
         """The text with every rewritable function rewritten, and the findings that remain in
-        it: all but the hints of the rewritten functions, their offsets moved past the edits.
+        it (see `findings_after_fix`)."""
+        return findings_after_fix(self.document.text, self.findings, self.edits(),
+                                  self.rewritten_anchors())
 
-        Re-analyzing the fixed text would cost a second parse and, in strict mode, report the
-        `gpu.wait`s the rewrite itself inserted."""
-        edits = sort_edits(self.edits())
-        if not edits:
-            return self.document.text, list(self.findings)
-        fixed = apply_edits(self.document.text, edits)
-        rewritten = {(fn.func.symbol_name.start, fn.func.symbol_name.end) if fn.func.symbol_name
-                     else (fn.func.name_start, fn.func.name_end)
-                     for fn in self.functions if fn.rewritable}
-        starts = [e.start for e in edits]
-        shift = [0]
-        for e in edits:
-            shift.append(shift[-1] + len(e.new_text) - (e.end - e.start))
 
-        def moved(offset: int) -> int:
-            return offset + shift[bisect.bisect_right(starts, offset)]
+def findings_after_fix(text: str, findings: list[Finding], edits: list[TextEdit],
+                       rewritten: set[tuple[int, int]]) -> tuple[str, list[Finding]]:
+    """Apply `edits`; the findings that remain are all but the hints of the rewritten functions
+    (anchored at `rewritten`), their offsets moved past the edits.
 
-        remaining = []
-        for f in self.findings:
-            if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
-                continue
-            remaining.append(dataclasses.replace(
-                f, start=moved(f.start), end=moved(f.end),
-                related=tuple(Related(moved(r.start), moved(r.end), r.message) for r in f.related)))
-        return fixed, remaining
+    Re-analyzing the fixed text would cost a second parse and, in strict mode, report the
+    `gpu.wait`s the rewrite itself inserted."""
+    edits = sort_edits(edits)
+    if not edits:
+        return text, list(findings)
+    fixed = apply_edits(text, edits)
+    starts = [e.start for e in edits]
+    shift = [0]
+    for e in edits:
+        shift.append(shift[-1] + len(e.new_text) - (e.end - e.start))
+
+    def moved(offset: int) -> int:
+        return offset + shift[bisect.bisect_right(starts, offset)]
+
+    remaining = []
+    for f in findings:
+        if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
+            continue
+        remaining.append(dataclasses.replace(
+            f, start=moved(f.start), end=moved(f.end),
+            related=tuple(Related(moved(r.start), moved(r.end), r.message) for r in f.related)))
+    return fixed, remaining
+
+
+def _anchor(func: Op) -> tuple[int, int]:
+    """Where a function's `sync-gpu-ops` hint goes: its symbol, else its op name."""
+    if func.symbol_name is not None:
+        return func.symbol_name.start, func.symbol_name.end
+    return func.name_start, func.name_end
 
 
 def host_functions(doc: Document):
@@ -343,8 +359,7 @@ def analyze(source: str | Document, strict: bool = False) -> Analysis:
             )
         if rw.rewritable:
             n = len(rw.sync_ops)
-            anchor = func.symbol_name
-            start, end = (anchor.start, anchor.end) if anchor else (func.name_start, func.name_end)
+            start, end = _anchor(func)
             findings.append(Finding(
                 F.SYNC_GPU_OPS,
                 f"{n} GPU {_plural(n, 'op', 'ops')} in {rw.name} "

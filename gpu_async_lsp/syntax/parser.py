@@ -44,6 +44,7 @@ from gpu_async_lsp.syntax.lexer import (
 from gpu_async_lsp.syntax.prelex import (
     CONTAINER_CLOSE,
     BodyToken,
+    OpsToken,
     PrelexError,
     ResultsToken,
     prelex,
@@ -140,13 +141,68 @@ def _flatten(items, out: list) -> list:
     return out
 
 
+_RESULT_RE = re.compile(r"(%[\w$.\-]+)(?:[ \t]*:[ \t]*(\d+))?")
+_DEP_RE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
+_BLANKS = re.compile(r"[ \t\r\n]*")
+
+
+def _expand(items: list) -> list:
+    """Ops and aliases, with each OPS token replaced by the Ops of its lines."""
+    if not any(isinstance(x, OpsToken) for x in items):
+        return items
+    out = []
+    for x in items:
+        if isinstance(x, OpsToken):
+            out.extend(_line_op(x.src, item, name) for item, name in x.entries)
+        else:
+            out.append(x)
+    return out
+
+
+def _line_op(src: str, t, name: str) -> Op:
+    """The Op of one whole line (a LineToken or GpuLineToken of lexer.py)."""
+    op = Op(name, t.name_start, t.name_end, t.start, t.end)
+    op.src = src
+    if t.results_start >= 0:
+        results = []
+        for m in _RESULT_RE.finditer(src, t.results_start, t.results_end):
+            v = ValueRef(m.group(1), m.start(), m.end(1))
+            if m.group(2):
+                v.count = int(m.group(2))
+                v.end = m.end()
+            results.append(v)
+        op.results = results
+        op.results_end = results[-1].end
+    if t.kind == "gpuline":
+        g = GpuSyntax()
+        if t.async_start >= 0:
+            g.async_kw = (t.async_start, t.async_start + 5)
+        if t.deps_open >= 0:
+            g.deps_open = t.deps_open
+            g.deps_close = t.deps_close
+            g.deps = [ValueRef(m.group(), m.start(), m.end())
+                      for m in _DEP_RE.finditer(src, t.deps_open + 1, t.deps_close - 1)]
+            op.explicit_uses.extend(g.deps)
+        op.gpu = g
+        if t.end > t.operands_start:
+            op.spans.append((t.operands_start, t.end))
+    elif t.end > t.name_end:
+        body = _BLANKS.match(src, t.name_end).end()
+        op.spans.append((body, t.end))
+        if src.startswith("@", body):
+            m = _SYMBOL_RE.match(src, body, t.end)
+            if m is not None:
+                op.symbol_name = SymbolRef(tuple(m.group().split("::")), m.start(), m.end())
+    return op
+
+
 class _Builder(Transformer):
     """Lark inline callbacks: build IR objects while the LALR parser reduces."""
 
     __visit_tokens__ = False
 
     def start(self, children):
-        return children
+        return _expand(children)
 
     def alias(self, c):
         name, _, body = c
@@ -218,6 +274,7 @@ class _Builder(Transformer):
         return region
 
     def entry_block(self, c):
+        c = _expand(c)
         block = Block(None, [], c, c[0].start, c[-1].end)
         for op in c:
             op.parent = block
@@ -226,9 +283,9 @@ class _Builder(Transformer):
     def block(self, c):
         label = c[0]
         if c[1].type == "COLON":
-            args, colon, ops = None, c[1], c[2:]
+            args, colon, ops = None, c[1], _expand(c[2:])
         else:
-            args, colon, ops = c[1], c[2], c[3:]
+            args, colon, ops = c[1], c[2], _expand(c[3:])
         block = Block(_value(label),
                       list(refs.values_in(args.src, args.start_pos, args.end_pos))
                       if args is not None else [],
@@ -313,6 +370,8 @@ def _shared_parser() -> Lark:
 
 
 def build_parser(strict: bool = False) -> Lark:
+    # cache=True: Lark keeps the grammar analysis in a temporary file named by a hash of the
+    # grammar and options (a fresh process then builds the parser in ~10 ms, not ~90 ms).
     return Lark(
         grammar_text(),
         parser="lalr",
@@ -320,6 +379,7 @@ def build_parser(strict: bool = False) -> Lark:
         transformer=_Builder(),
         maybe_placeholders=False,
         strict=strict,
+        cache=not strict,
     )
 
 
@@ -371,10 +431,29 @@ def parse_unit_tokens(text: str, raw: list, dialect: str | None, fallback_end: i
         return [], SyntaxIssue("nesting too deep to parse", start, start + 1)
 
 
+class LeafShare:
+    """Which leaf units (units that are not containers, counted in text order) to parse; the
+    others are skipped. Lets several processes each parse a share of one big buffer."""
+
+    __slots__ = ("lo", "hi", "index")
+
+    def __init__(self, lo: int = 0, hi: int | None = None):
+        self.lo = lo
+        self.hi = hi
+        self.index = 0
+
+    def take(self) -> bool:
+        i = self.index
+        self.index += 1
+        return self.lo <= i and (self.hi is None or i < self.hi)
+
+
 def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk,
-                 out_ops: list[Op], parent: Block | None) -> None:
+                 out_ops: list[Op], parent: Block | None, share: LeafShare) -> None:
     for unit in units:
         if unit.region is None:
+            if not share.take():
+                continue
             items, issue = parse_unit_tokens(
                 text, tokenize_lines(text, unit.start, unit.end, OP_WORDS), dialect, unit.end)
             if issue is not None:
@@ -390,7 +469,7 @@ def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk
             if issue is not None:
                 chunk.errors.append(issue)
             _take(items, chunk, out_ops, parent)
-            _parse_units(text, unit.children, dialect, chunk, out_ops, parent)
+            _parse_units(text, unit.children, dialect, chunk, out_ops, parent, share)
             continue
         _take(items, chunk, out_ops, parent)
         region = container.regions[-1]
@@ -399,7 +478,7 @@ def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk
         region.blocks = [block]
         container.end = rbrace + 1
         _parse_units(text, unit.children, DEFAULT_DIALECT.get(container.name), chunk,
-                     block.ops, block)
+                     block.ops, block, share)
 
 
 def _take(items, chunk: Chunk, out_ops: list[Op], parent: Block | None) -> None:
@@ -411,12 +490,31 @@ def _take(items, chunk: Chunk, out_ops: list[Op], parent: Block | None) -> None:
             chunk.aliases.append(x)
 
 
-def parse_chunk(text: str, start: int, end: int) -> Chunk:
+def parse_chunk(text: str, start: int, end: int, share: LeafShare | None = None) -> Chunk:
     chunk = Chunk(start, end)
-    _parse_units(text, split_units(text, start, end), TOP_LEVEL_DIALECT, chunk, chunk.ops, None)
+    _parse_units(text, split_units(text, start, end), TOP_LEVEL_DIALECT, chunk, chunk.ops, None,
+                 share or LeafShare())
     return chunk
 
 
-def parse_document(text: str) -> Document:
-    """Parse a whole buffer. Never raises for any input text."""
-    return Document(text, [parse_chunk(text, s, e) for s, e in split_chunks(text)])
+def parse_document(text: str, share: LeafShare | None = None) -> Document:
+    """Parse a whole buffer (or, with `share`, only some of its leaf units). Never raises for
+    any input text."""
+    share = share or LeafShare()
+    return Document(text, [parse_chunk(text, s, e, share) for s, e in split_chunks(text)])
+
+
+def leaf_unit_sizes(text: str) -> list[int]:
+    """The length of every leaf unit, in the order LeafShare counts them."""
+    sizes: list[int] = []
+
+    def walk(units: list[Unit]) -> None:
+        for unit in units:
+            if unit.region is None:
+                sizes.append(unit.end - unit.start)
+            else:
+                walk(unit.children)
+
+    for s, e in split_chunks(text):
+        walk(split_units(text, s, e))
+    return sizes

@@ -63,6 +63,13 @@ class BodyToken(Token):
     __slots__ = ("src",)
 
 
+class OpsToken(Token):
+    """A run of whole ops, one per line (LineTokens and GpuLineTokens); `entries` holds
+    (item, fully qualified op name) for each. The builder makes their Ops."""
+
+    __slots__ = ("entries", "src")
+
+
 class ResultsToken(Token):
     """A result list `%a, %b:2 =`; `values` are its ValueRefs."""
 
@@ -115,10 +122,38 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
             out.append(t)
             body_start = -1
 
+    pending: list = []  # complete one-line ops not yet emitted, as (item, qualified name)
+
+    def flush_ops():
+        first, last = pending[0][0], pending[-1][0]
+        t = OpsToken("OPS", "")
+        t.start_pos = first.start
+        t.end_pos = last.end
+        t.entries = list(pending)
+        t.src = text
+        out.append(t)
+        pending.clear()
+
     while i < n:
         t = raw[i]
         kind = t.kind
         f = frames[-1]
+
+        if kind == "line" or kind == "gpuline":
+            qualified = _packable(raw, i, f)
+            if qualified is not None:
+                # A whole op on its line, followed by the start of another op (or the end of
+                # its block): collected into one OPS token with its neighbours.
+                flush()
+                pending.append((t, qualified))
+                f.in_op = True
+                f.op_name = qualified
+                f.mode = _BODY
+                f.generic = False
+                i += 1
+                continue
+        if pending:
+            flush_ops()
 
         if kind == "line" or kind == "gpuline":
             if f.paren and f.attr_depth == 0 and not f.label and (
@@ -305,6 +340,8 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
         i += 1
 
     flush()
+    if pending:
+        flush_ops()
     f = frames[-1]
     if len(frames) > 1:
         last = raw[-1] if raw else None
@@ -314,6 +351,40 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
         last = raw[-1]
         raise PrelexError("expected ')'", last.end, last.end)
     return out
+
+
+def _starts_op_line(u, f: _Frame) -> bool:
+    """Does the line item `u` start an op in frame `f`?"""
+    return (u.kind == "gpuline" or u.results_start >= 0 or "." in u.text
+            or _resolve(u.text, f) is not None)
+
+
+def _packable(raw: list, i: int, f: _Frame) -> str | None:
+    """The qualified name of the op on line item raw[i] if it is a whole op on its line whose
+    end is certain (the next item starts another op or closes the block); else None."""
+    t = raw[i]
+    if (f.paren or f.attr_depth or f.label or t.depth or t.cont
+            or (f.in_op and _continues(raw, i))):
+        return None
+    if t.kind == "gpuline":
+        qualified = t.text
+    elif t.results_start >= 0:
+        qualified = t.text if "." in t.text else (_resolve(t.text, f) or _fallback_name(t.text, f))
+    else:
+        qualified = _resolve(t.text, f)
+        if qualified is None:
+            return None
+    if t.kind == "line" and (qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER):
+        return None
+    if i + 1 < len(raw):
+        u = raw[i + 1]
+        k = u.kind
+        if k == "line" or k == "gpuline":
+            if not _starts_op_line(u, f):
+                return None
+        elif not (k == "}" and u.line_start):
+            return None
+    return qualified
 
 
 def _continues(raw: list, i: int) -> bool:

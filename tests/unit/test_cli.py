@@ -189,7 +189,7 @@ def test_check_internal_error_becomes_one_line_exit_2(tmp_path, capsys, monkeypa
     def boom(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "analyze", boom)
+    monkeypatch.setattr(cli, "analyze_in_shares", boom)
     f = write(tmp_path / "a.mlir", SYNC)
     code, _, err = run(["check", str(f)], capsys)
     assert code == 2

@@ -1,0 +1,89 @@
+"""Execution: the analysis of one big buffer, split over several processes.
+
+The units of a buffer (`syntax.lexer.split_units`) are parsed and analyzed independently, so a
+50k-line file can be shared among the cores: each forked process parses a contiguous share of
+the leaf units (container headers are parsed by all; their findings are merged) and returns
+only findings and planned edits, never IR. Used by `check`; imports no protocol code.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+
+from gpu_async_lsp.async_region import analyze
+from gpu_async_lsp.async_region.findings import Finding
+from gpu_async_lsp.edits import TextEdit
+from gpu_async_lsp.syntax.parser import LeafShare, leaf_unit_sizes, parse_document
+
+# Below this size a second process costs more than it saves.
+MIN_PARALLEL_CHARS = 400_000
+
+ShareResult = tuple[list[Finding], list[TextEdit], set[tuple[int, int]], bool]
+
+
+def _analyze_share(text: str, lo: int, hi: int | None, strict: bool) -> ShareResult:
+    analysis = analyze(parse_document(text, LeafShare(lo, hi)), strict=strict)
+    return (analysis.findings, analysis.edits(), analysis.rewritten_anchors(),
+            analysis.has_syntax_errors)
+
+
+def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
+    """n contiguous ranges of leaf units of about equal size."""
+    total = sum(sizes)
+    bounds = [0]
+    acc = 0
+    for i, size in enumerate(sizes):
+        acc += size
+        if len(bounds) < n and acc >= total * len(bounds) / n:
+            bounds.append(i + 1)
+    bounds.append(None)
+    return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
+
+
+def analyze_in_shares(text: str, strict: bool, jobs: int) -> ShareResult:
+    """Findings, edits, rewritten-function anchors and whether any syntax error was found."""
+    if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or "fork" not in multiprocessing.get_all_start_methods():
+        return _analyze_share(text, 0, None, strict)
+    sizes = leaf_unit_sizes(text)
+    shares = _shares(sizes, min(jobs, max(1, len(sizes))))
+    if len(shares) < 2:
+        return _analyze_share(text, 0, None, strict)
+    ctx = multiprocessing.get_context("fork")
+    children = []
+    for lo, hi in shares[1:]:
+        reader, writer = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(writer, text, lo, hi, strict), daemon=True)
+        proc.start()
+        writer.close()
+        children.append((proc, reader))
+    results = [_analyze_share(text, *shares[0], strict)]
+    for proc, reader in children:
+        try:
+            results.append(pickle.loads(reader.recv_bytes()))
+        except (EOFError, OSError, pickle.PickleError) as e:
+            raise RuntimeError(f"a worker process failed: {e}") from e
+        finally:
+            reader.close()
+            proc.join()
+    findings: dict[tuple, Finding] = {}
+    edits: list[TextEdit] = []
+    anchors: set[tuple[int, int]] = set()
+    errors = False
+    for f, e, a, err in results:
+        for finding in f:  # container headers are parsed (and reported) by every share
+            findings.setdefault((finding.code, finding.start, finding.end, finding.message), finding)
+        edits.extend(e)
+        anchors |= a
+        errors = errors or err
+    ordered = sorted(findings.values(), key=lambda f: (f.start, f.end, f.code))
+    return ordered, edits, anchors, errors
+
+
+def _child(writer, text: str, lo: int, hi: int | None, strict: bool) -> None:
+    try:
+        writer.send_bytes(pickle.dumps(_analyze_share(text, lo, hi, strict)))
+    finally:
+        writer.close()
+        os._exit(0)  # skip the heap teardown (see cli.entry)
