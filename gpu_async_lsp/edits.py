@@ -6,6 +6,7 @@ parser recorded, and this module applies them. It imports nothing above it.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 
@@ -24,8 +25,8 @@ class TextEdit:
 
 def sort_edits(edits: list[TextEdit]) -> list[TextEdit]:
     """Edits in text order; insertions at one offset keep the order they were planned in."""
-    ordered = sorted(enumerate(edits), key=lambda ie: (ie[1].start, ie[1].end, ie[0]))
-    result = [e for _, e in ordered]
+    # A stable sort: planned order is kept among equal keys.
+    result = sorted(edits, key=operator.attrgetter("start", "end"))
     for a, b in zip(result, result[1:]):
         if b.start < a.end or (a.start == b.start and a.end > a.start and b.end > b.start):
             raise OverlappingEditsError(f"edits overlap: {a} and {b}")

@@ -15,7 +15,13 @@ import pickle
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import Finding
 from gpu_async_lsp.edits import TextEdit
-from gpu_async_lsp.syntax.parser import LeafShare, leaf_unit_sizes, parse_document
+from gpu_async_lsp.syntax.parser import (
+    LeafShare,
+    build_parser_once,
+    leaf_unit_sizes,
+    parse_document,
+    split_document,
+)
 
 # Below this size a second process costs more than it saves.
 MIN_PARALLEL_CHARS = 400_000
@@ -23,8 +29,9 @@ MIN_PARALLEL_CHARS = 400_000
 ShareResult = tuple[list[Finding], list[TextEdit], set[tuple[int, int]], bool]
 
 
-def _analyze_share(text: str, lo: int, hi: int | None, strict: bool) -> ShareResult:
-    analysis = analyze(parse_document(text, LeafShare(lo, hi)), strict=strict)
+def _analyze_share(text: str, lo: int, hi: int | None, strict: bool,
+                   layout=None) -> ShareResult:
+    analysis = analyze(parse_document(text, LeafShare(lo, hi), layout), strict=strict)
     return (analysis.findings, analysis.edits(), analysis.rewritten_anchors(),
             analysis.has_syntax_errors)
 
@@ -46,19 +53,22 @@ def analyze_in_shares(text: str, strict: bool, jobs: int) -> ShareResult:
     """Findings, edits, rewritten-function anchors and whether any syntax error was found."""
     if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or "fork" not in multiprocessing.get_all_start_methods():
         return _analyze_share(text, 0, None, strict)
-    sizes = leaf_unit_sizes(text)
+    layout = split_document(text)
+    sizes = leaf_unit_sizes(layout)
     shares = _shares(sizes, min(jobs, max(1, len(sizes))))
     if len(shares) < 2:
-        return _analyze_share(text, 0, None, strict)
+        return _analyze_share(text, 0, None, strict, layout)
+    build_parser_once()  # before the fork, so that no process builds it again
     ctx = multiprocessing.get_context("fork")
     children = []
     for lo, hi in shares[1:]:
         reader, writer = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(writer, text, lo, hi, strict), daemon=True)
+        proc = ctx.Process(target=_child, args=(writer, text, lo, hi, strict, layout),
+                           daemon=True)
         proc.start()
         writer.close()
         children.append((proc, reader))
-    results = [_analyze_share(text, *shares[0], strict)]
+    results = [_analyze_share(text, *shares[0], strict, layout)]
     for proc, reader in children:
         try:
             results.append(pickle.loads(reader.recv_bytes()))
@@ -81,9 +91,9 @@ def analyze_in_shares(text: str, strict: bool, jobs: int) -> ShareResult:
     return ordered, edits, anchors, errors
 
 
-def _child(writer, text: str, lo: int, hi: int | None, strict: bool) -> None:
+def _child(writer, text: str, lo: int, hi: int | None, strict: bool, layout) -> None:
     try:
-        writer.send_bytes(pickle.dumps(_analyze_share(text, lo, hi, strict)))
+        writer.send_bytes(pickle.dumps(_analyze_share(text, lo, hi, strict, layout)))
     finally:
         writer.close()
         os._exit(0)  # skip the heap teardown (see cli.entry)

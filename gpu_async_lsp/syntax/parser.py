@@ -361,6 +361,11 @@ _PARSER: Lark | None = None
 _PARSER_LOCK = threading.Lock()
 
 
+def build_parser_once() -> None:
+    """Build the process's parser now (e.g. before forking workers that will use it)."""
+    _lark()
+
+
 def _shared_parser() -> Lark:
     global _PARSER
     with _PARSER_LOCK:
@@ -490,21 +495,31 @@ def _take(items, chunk: Chunk, out_ops: list[Op], parent: Block | None) -> None:
             chunk.aliases.append(x)
 
 
-def parse_chunk(text: str, start: int, end: int, share: LeafShare | None = None) -> Chunk:
+def parse_chunk(text: str, start: int, end: int, share: LeafShare | None = None,
+                units: list[Unit] | None = None) -> Chunk:
     chunk = Chunk(start, end)
-    _parse_units(text, split_units(text, start, end), TOP_LEVEL_DIALECT, chunk, chunk.ops, None,
-                 share or LeafShare())
+    if units is None:
+        units = split_units(text, start, end)
+    _parse_units(text, units, TOP_LEVEL_DIALECT, chunk, chunk.ops, None, share or LeafShare())
     return chunk
 
 
-def parse_document(text: str, share: LeafShare | None = None) -> Document:
-    """Parse a whole buffer (or, with `share`, only some of its leaf units). Never raises for
-    any input text."""
+def split_document(text: str) -> list[tuple[int, int, list[Unit]]]:
+    """The chunks of `text` with their units."""
+    return [(s, e, split_units(text, s, e)) for s, e in split_chunks(text)]
+
+
+def parse_document(text: str, share: LeafShare | None = None,
+                   layout: list[tuple[int, int, list[Unit]]] | None = None) -> Document:
+    """Parse a whole buffer (or, with `share`, only some of its leaf units; `layout` is
+    `split_document(text)` when the caller has it already). Never raises for any input."""
     share = share or LeafShare()
-    return Document(text, [parse_chunk(text, s, e, share) for s, e in split_chunks(text)])
+    if layout is None:
+        layout = split_document(text)
+    return Document(text, [parse_chunk(text, s, e, share, units) for s, e, units in layout])
 
 
-def leaf_unit_sizes(text: str) -> list[int]:
+def leaf_unit_sizes(layout: list[tuple[int, int, list[Unit]]]) -> list[int]:
     """The length of every leaf unit, in the order LeafShare counts them."""
     sizes: list[int] = []
 
@@ -515,6 +530,6 @@ def leaf_unit_sizes(text: str) -> list[int]:
             else:
                 walk(unit.children)
 
-    for s, e in split_chunks(text):
-        walk(split_units(text, s, e))
+    for _, _, units in layout:
+        walk(units)
     return sizes
