@@ -52,6 +52,7 @@ TOKEN_RE = re.compile(
         [
             rf"(?P<value>%{_SUFFIX_ID}(?:#\d+)?)",
             rf"(?P<bare>{_IDENT})(?P<blob>{_BODY})?",
+            r"(?P<meta>\{-#.*?#-\})",
             r"(?P<punct>[(){}\[\]<>=,:*+?|])",
             r"(?P<comment>//[^\n]*)",
             rf"(?P<symbol>{_SYMBOL_ONE}(?:::{_SYMBOL_ONE})*)",
@@ -62,7 +63,6 @@ TOKEN_RE = re.compile(
             rf"(?P<caret>\^{_SUFFIX_ID})",
             rf'(?P<bang>!(?:{_IDENT}|{_STRING})(?:{_BODY})?)',
             rf"(?P<hash>#{_IDENT}(?:{_BODY})?)",
-            r"(?P<meta>\{-#.*?#-\})",
             r"(?P<minus>-)",
             r"(?P<err>\S)",
             r"(?P<eof>\Z)",

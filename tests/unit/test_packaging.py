@@ -1,0 +1,103 @@
+"""Packaging and layering: the grammar ships in the wheel; layers import only what is below."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "gpu_async_lsp"
+
+
+def test_wheel_built_from_checkout_contains_grammar(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("gpu_async_lsp-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        assert "gpu_async_lsp/grammar/mlir.lark" in names
+        shipped = zf.read("gpu_async_lsp/grammar/mlir.lark").decode()
+        entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+        assert "gpu-async-lsp = gpu_async_lsp.cli:entry" in zf.read(entry_points).decode()
+    assert shipped == (ROOT / "grammar" / "mlir.lark").read_text()
+
+
+def test_grammar_found_from_installed_wheel_parses(tmp_path):
+    """Install the wheel's files apart from the checkout and parse with them."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("gpu_async_lsp-*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    code = ("import gpu_async_lsp, sys; from gpu_async_lsp.syntax.parser import grammar_text;"
+            "assert gpu_async_lsp.__file__.startswith(sys.argv[1]);"
+            "from gpu_async_lsp.syntax import parse_document;"
+            "d = parse_document('func.func @f() {\\n  return\\n}\\n');"
+            "assert not d.errors; print(len(grammar_text()))")
+    proc = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(site)!r});"
+                           + code, str(site)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout) > 1000
+
+
+def test_grammar_builds_with_lark_strict_mode():
+    from gpu_async_lsp.syntax.parser import build_parser
+
+    build_parser(strict=True)  # raises on any LALR conflict or terminal collision
+
+
+# Which package modules each layer may import (STYLE.md, "Layers").
+ALLOWED = {
+    "op_tables": set(),
+    "text": set(),
+    "edits": set(),
+    "syntax": {"syntax", "op_tables"},
+    "async_region": {"async_region", "syntax", "op_tables", "edits", "text"},
+    "parallel": {"async_region", "syntax", "edits"},
+    "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables"},
+}
+THIRD_PARTY = {"lark": {"syntax"}, "pygls": {"server", "cli"}, "lsprotocol": {"server", "cli"}}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def _layer(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if _layer(p) in ALLOWED)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(PACKAGE)) for p in MODULES])
+def test_layering_module_imports_only_layers_below(path):
+    layer = _layer(path)
+    for name in _imports(path):
+        top = name.split(".")[0]
+        if top == "gpu_async_lsp":
+            parts = name.split(".")
+            if len(parts) == 1:
+                continue
+            assert parts[1] in ALLOWED[layer] | {layer}, f"{layer} imports {name}"
+        elif top in THIRD_PARTY:
+            assert layer in THIRD_PARTY[top], f"{layer} imports {name}"

@@ -1,0 +1,132 @@
+"""The tolerant parser: op boundaries, default dialects, spans, chunks, error recovery."""
+
+from __future__ import annotations
+
+from gpu_async_lsp.syntax import parse_document
+from gpu_async_lsp.syntax.lexer import split_chunks
+from gpu_async_lsp.syntax.tree import format_tree
+
+
+def tree(text: str) -> list[str]:
+    return format_tree(parse_document(text)).splitlines()
+
+
+def ops(text: str):
+    return list(parse_document(text).walk())
+
+
+def test_syntax_default_dialect_resolves_return_in_func_and_module_at_top():
+    assert tree("module {\n  func.func @f() {\n    return\n  }\n}\n") == [
+        "builtin.module", "  func.func", "    func.return"]
+
+
+def test_syntax_bare_name_outside_its_default_dialect_is_a_syntax_error():
+    doc = parse_document("func.func @f() {\n  scf.execute_region {\n    return\n  }\n  return\n}\n")
+    assert doc.errors  # `return` has no default dialect inside scf.execute_region (mlir-opt agrees)
+
+
+def test_syntax_multiline_launch_func_is_one_op_with_its_operands():
+    text = ("func.func @f(%n: index, %a: memref<?xf32>) {\n"
+            "  gpu.launch_func @kernels::@k\n"
+            "      blocks in (%n, %n, %n)   // grid\n"
+            "      threads in (%n, %n, %n)\n"
+            "      args(%a : memref<?xf32>)\n"
+            "  return\n}\n")
+    launch = [o for o in ops(text) if o.name == "gpu.launch_func"]
+    assert len(launch) == 1
+    assert [v.name for v in launch[0].uses] == ["%n"] * 6 + ["%a"]
+    assert [s.path for s in launch[0].symbols] == [("@kernels", "@k")]
+    assert text[launch[0].start:launch[0].end].endswith("args(%a : memref<?xf32>)")
+
+
+def test_syntax_spans_of_results_name_and_async_clause_are_exact():
+    text = "func.func @f(%n: index, %t: !gpu.async.token) {\n  %m, %u = gpu.alloc async [%t] host_shared (%n) : memref<?xf32>\n  return\n}\n"
+    alloc = next(o for o in ops(text) if o.name == "gpu.alloc")
+    assert [text[r.start:r.end] for r in alloc.results] == ["%m", "%u"]
+    assert text[alloc.name_start:alloc.name_end] == "gpu.alloc"
+    assert text[slice(*alloc.gpu.async_kw)] == "async"
+    assert text[alloc.gpu.deps_open:alloc.gpu.deps_close] == "[%t]"
+    assert [d.name for d in alloc.gpu.deps] == ["%t"]
+
+
+def test_syntax_result_groups_and_uses_with_index():
+    text = "func.func @f() {\n  %a:2 = \"test.two\"() : () -> (i32, i32)\n  \"test.use\"(%a#1) : (i32) -> ()\n  return\n}\n"
+    all_ops = ops(text)
+    two = next(o for o in all_ops if o.name == "test.two")
+    assert (two.results[0].name, two.results[0].count) == ("%a", 2)
+    use = next(o for o in all_ops if o.name == "test.use")
+    assert [(u.name, u.index) for u in use.uses] == [("%a", 1)]
+
+
+def test_syntax_region_vs_attribute_dictionary():
+    text = ("module attributes {gpu.container_module} {\n"
+            "  gpu.module @k {\n    gpu.func @g() kernel { gpu.return }\n  }\n"
+            "  func.func @f() attributes {llvm.emit_c_interface} {\n    return\n  }\n}\n")
+    assert tree(text) == ["builtin.module", "  gpu.module", "    gpu.func", "      gpu.return",
+                          "  func.func", "    func.return"]
+
+
+def test_syntax_blocks_with_labels_and_arguments():
+    text = ("func.func @f(%c: i1) {\n  cf.cond_br %c, ^bb1(%c : i1), ^bb2\n"
+            "^bb1(%x: i1):  // comment\n  cf.br ^bb2\n^bb2:\n  return\n}\n")
+    (func,) = parse_document(text).chunks[0].ops
+    blocks = func.regions[0].blocks
+    assert [b.label.name if b.label else None for b in blocks] == [None, "^bb1", "^bb2"]
+    assert [a.name for a in blocks[1].args] == ["%x"]
+    assert [s.name for s in blocks[0].ops[0].successors] == ["^bb1", "^bb2"]
+
+
+def test_syntax_generic_form_ops_and_their_result_types():
+    text = '"func.func"() <{function_type = () -> (), sym_name = "f"}> ({\n  %0 = "gpu.wait"() : () -> !gpu.async.token\n  "func.return"() : () -> ()\n}) : () -> ()\n'
+    all_ops = ops(text)
+    assert [o.name for o in all_ops] == ["func.func", "gpu.wait", "func.return"]
+    assert all(o.generic for o in all_ops)
+    assert "!gpu.async.token" in all_ops[1].result_types
+
+
+def test_syntax_split_marker_only_alone_on_its_line():
+    text = "func.func private @a()\n// -----\nfunc.func private @b()\n  // -----  \n// ------ not a marker\nfunc.func private @c()\n"
+    assert len(split_chunks(text)) == 3
+    assert tree(text) == ["func.func", "// -----", "func.func", "// -----", "func.func"]
+
+
+def test_syntax_error_costs_only_its_own_top_level_op():
+    text = ("module {\n  func.func @good1() {\n    return\n  }\n"
+            "  func.func @bad() {\n    %x = arith.addi %a, : index\n    return ( \n  }\n"
+            "  func.func @good2() {\n    return\n  }\n}\n")
+    doc = parse_document(text)
+    assert len(doc.errors) == 1
+    names = [o.symbol_name.path[0] for o in doc.walk() if o.name == "func.func"]
+    assert names == ["@good1", "@good2"]
+
+
+def test_syntax_error_is_reported_at_the_offending_token():
+    text = "func.func @f(%n: index) {\n  %a = gpu.alloc (%n : memref<?xf32>\n  return\n}\n"
+    (error,) = parse_document(text).errors
+    assert text[error.start] == ":" and error.message == "expected ')', found ':'"
+
+
+def test_syntax_strings_with_braces_and_escapes_do_not_confuse_structure():
+    text = 'func.func @f() attributes {note = "a } { \\" b"} {\n  "test.op"() {s = "}"} : () -> ()\n  return\n}\n'
+    assert tree(text) == ["func.func", "  test.op", "  func.return"]
+
+
+def test_syntax_aliases_and_file_metadata_at_top_level():
+    text = "#map = affine_map<(d0) -> (d0)>\n!tok = !gpu.async.token\nfunc.func private @f()\n{-#\n  dialect_resources: {}\n#-}\n"
+    doc = parse_document(text)
+    assert not doc.errors
+    assert [a.name for a in doc.chunks[0].aliases] == ["#map", "!tok"]
+    assert tree(text) == ["func.func"]
+
+
+def test_syntax_ops_sharing_a_line_are_separate_ops():
+    text = "func.func @f(%m: memref<4xf32>) {\n  %c = arith.constant 0 : index  gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32> return }\n"
+    assert tree(text) == ["func.func", "  arith.constant", "  gpu.memcpy", "  func.return"]
+
+
+def test_syntax_deep_nesting_and_garbage_never_raise():
+    deep = "func.func @f() {\n" + "scf.execute_region {\n" * 3000 + "}\n" * 3000 + "return\n}\n"
+    assert parse_document(deep).walk
+    for garbage in ["}", "{{{{", "\"", "%", "@", "^", "\x00\x01", "é", "(" * 1000, "module {"]:
+        doc = parse_document(garbage)
+        assert doc.errors or not list(doc.walk())

@@ -1,0 +1,92 @@
+"""Offsets <-> positions in UTF-16 (LSP's default), UTF-8 and UTF-32; CRLF; edits."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpu_async_lsp.edits import OverlappingEditsError, TextEdit, apply_edits, sort_edits
+from gpu_async_lsp.text import UTF8, UTF16, UTF32, LineIndex, Position
+
+TEXT = "// héllo 😀 wörld\r\n%a = gpu.wait async\r\n\n  x😀y\rlast"
+
+
+@pytest.mark.parametrize("encoding", [UTF16, UTF8, UTF32])
+def test_text_position_plain_ascii_prefix_same_in_every_encoding(encoding):
+    index = LineIndex(TEXT)
+    x = TEXT.index("x😀y")
+    assert index.position(x, encoding) == Position(3, 2)
+    assert index.offset(Position(3, 2), encoding) == x
+
+
+def test_text_position_after_astral_char_counts_code_units():
+    index = LineIndex(TEXT)
+    y = TEXT.index("y\rlast")
+    assert index.position(y, UTF16) == Position(3, 5)  # 😀 is two UTF-16 units
+    assert index.position(y, UTF8) == Position(3, 7)  # and four UTF-8 bytes
+    assert index.position(y, UTF32) == Position(3, 4)
+    w = TEXT.index("wörld")
+    assert index.position(w, UTF16) == Position(0, 12)
+    assert index.position(w, UTF8) == Position(0, 15)  # é 2 bytes, 😀 4 bytes
+
+
+def test_text_line_breaks_crlf_lf_and_lone_cr_each_end_a_line():
+    index = LineIndex(TEXT)
+    assert index.line_count == 5
+    assert [index.line_text(i) for i in range(5)] == [
+        "// héllo 😀 wörld", "%a = gpu.wait async", "", "  x😀y", "last"]
+
+
+def test_text_offset_between_cr_and_lf_is_end_of_line():
+    index = LineIndex(TEXT)
+    cr = TEXT.index("\r\n")
+    assert index.position(cr + 1, UTF16) == index.position(cr, UTF16)
+
+
+def test_text_offset_clamps_columns_past_line_end_and_lines_past_end():
+    index = LineIndex(TEXT)
+    assert index.offset(Position(1, 999), UTF16) == TEXT.index("\r\n\n")
+    assert index.offset(Position(99, 0), UTF16) == len(TEXT)
+    assert index.offset(Position(-1, 3), UTF16) == 0
+
+
+def test_text_offset_inside_surrogate_pair_points_at_the_character():
+    index = LineIndex(TEXT)
+    emoji = TEXT.index("😀")
+    assert index.offset(Position(0, 9 + 1), UTF16) == emoji  # second half of the pair
+
+
+def test_text_line_col_1based_counts_code_points():
+    index = LineIndex(TEXT)
+    assert index.line_col_1based(TEXT.index("gpu.wait")) == (2, 6)
+    assert index.line_col_1based(TEXT.index("y\rlast")) == (4, 5)
+
+
+def test_text_line_index_without_final_newline_has_last_line():
+    assert LineIndex("a\nb").line_count == 2
+    assert LineIndex("a\n").line_count == 2
+    assert LineIndex("").line_count == 1
+
+
+@given(st.text(alphabet=st.sampled_from("ab\r\n\u2028\x0bé😀 "), max_size=40),
+       st.sampled_from([UTF8, UTF16, UTF32]))
+def test_text_position_offset_round_trip_property(text, encoding):
+    index = LineIndex(text)
+    for offset in range(len(text) + 1):
+        pos = index.position(offset, encoding)
+        back = index.offset(pos, encoding)
+        # Offsets inside a line break map to the end of the line.
+        assert back == offset or text[back:offset] in ("\r", "\n", "\r\n"[: offset - back])
+
+
+def test_edits_apply_in_text_order_keeping_planned_order_at_one_offset():
+    edits = [TextEdit(4, 4, "B"), TextEdit(0, 0, "1"), TextEdit(0, 0, "2"), TextEdit(1, 3, "")]
+    assert apply_edits("abcdef", edits) == "12adBef"
+
+
+def test_edits_overlapping_are_rejected_and_nothing_applied():
+    with pytest.raises(OverlappingEditsError):
+        sort_edits([TextEdit(0, 3, "x"), TextEdit(2, 4, "y")])
+    with pytest.raises(OverlappingEditsError):
+        apply_edits("abc", [TextEdit(2, 9, "x")])
