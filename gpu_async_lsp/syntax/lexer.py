@@ -86,26 +86,30 @@ def tokenize(text: str, start: int = 0, end: int | None = None) -> list[RawToken
     end = len(text) if end is None else end
     out: list[RawToken] = []
     append = out.append
-    new = tuple.__new__  # skips NamedTuple's Python-level __new__: this loop is hot
     first = True  # a unit starts on its own line
     for m in TOKEN_RE.finditer(text, start, end):
         kind = m.lastgroup
         if kind == "eof" or kind == "ws":  # trailing blanks
             break
-        s = m.end(1)
         line_start = first or "\n" in m.group(1)
         if kind == "comment":
             first = first or line_start
             continue
-        e = m.end()
-        tok = text[s:e]
-        if kind == "punct" or kind == "minus":
-            kind = tok
-        elif kind == "blob" and not tok.endswith(">"):
-            kind = "bare"
-        append(new(RawToken, (kind, s, e, tok, line_start)))
+        append(_raw_token(text, m, kind, line_start))
         first = False
     return out
+
+
+def _raw_token(text: str, m: re.Match, kind: str, line_start: bool) -> RawToken:
+    """The RawToken of a TOKEN_RE match (punctuation is its own kind)."""
+    s = m.end(1)
+    e = m.end()
+    tok = text[s:e]
+    if kind == "punct" or kind == "minus":
+        kind = tok
+    elif kind == "blob" and not tok.endswith(">"):
+        kind = "bare"
+    return tuple.__new__(RawToken, (kind, s, e, tok, line_start))
 
 
 # --- lines ---------------------------------------------------------------------------------------
@@ -255,7 +259,6 @@ def _gpu_line(text, m, name, res, operands, end):
 def _fine_line(text: str, pos: int, end: int, out: list) -> int:
     """Raw tokens of the line at `pos` (and of tokens that run on past it); the next position."""
     append = out.append
-    new = tuple.__new__
     first = True
     for m in TOKEN_RE.finditer(text, pos, end):
         kind = m.lastgroup
@@ -264,18 +267,9 @@ def _fine_line(text: str, pos: int, end: int, out: list) -> int:
         ws = m.group(1)
         if not first and "\n" in ws:
             return m.start()
-        s = m.end(1)
         if kind == "comment":
-            if first:
-                continue  # cannot happen after _BLANK_LINES_RE, but harmless
             continue
-        e = m.end()
-        tok = text[s:e]
-        if kind == "punct" or kind == "minus":
-            kind = tok
-        elif kind == "blob" and not tok.endswith(">"):
-            kind = "bare"
-        append(new(RawToken, (kind, s, e, tok, first)))
+        append(_raw_token(text, m, kind, first))
         first = False
     return end
 

@@ -237,10 +237,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
             if starts:
                 if kind == "}":
                     flush()
-                    if f.top:
-                        raise PrelexError("unexpected '}'", t.start, t.end)
-                    out.append(_tok("RBRACE", "}", t.start, t.end))
-                    frames.pop()
+                    _close_region(frames, t, out)
                     i += 1
                     continue
                 started = _start_op(raw, i, f, out, flush)
@@ -267,12 +264,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
                 f.in_op = False
                 i += 1
                 continue
-            if kind in ("(", "["):
-                f.paren += 1
-            elif kind in (")", "]"):
-                f.paren -= 1
-                if f.paren < 0:
-                    raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
+            _count_paren(f, t)
             if body_start < 0:
                 body_start = t.start
             body_end = t.end
@@ -320,20 +312,11 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
             flush()
             if f.paren:
                 raise PrelexError("expected ')' before '}'", t.start, t.end)
-            if f.top:
-                raise PrelexError("unexpected '}'", t.start, t.end)
-            out.append(_tok("RBRACE", "}", t.start, t.end))
-            frames.pop()
+            _close_region(frames, t, out)
             i += 1
             continue
         if f.attr_depth == 0:
-            if kind in ("(", "["):
-                f.paren += 1
-            elif kind in (")", "]"):
-                f.paren -= 1
-                if f.paren < 0:
-                    flush()
-                    raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
+            _count_paren(f, t)
         if body_start < 0:
             body_start = t.start
         body_end = t.end
@@ -611,12 +594,7 @@ def _fine_token(text: str, raw, i: int, f: _Frame, out: list) -> int:
         out.append(_tok("ATTR_DICT", "{", t.start, raw[j].end))
         return j + 1
     elif kind in _FINE_PUNCT:
-        if kind in ("(", "["):
-            f.paren += 1
-        elif kind in (")", "]"):
-            f.paren -= 1
-            if f.paren < 0:
-                raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
+        _count_paren(f, t)
         out.append(_tok(_FINE_PUNCT[kind], t.text, t.start, t.end))
     else:
         # numbers, strings, `#attr`, `->`, `}`: no GPU format here takes them.
@@ -712,6 +690,25 @@ def _opens_region(raw, i: int, f: _Frame) -> bool:
             return nxt.text in KNOWN_OPS or after not in (",", "}")
         return qualify_op_name(nxt.text, DEFAULT_DIALECT.get(f.op_name or "")) is not None
     return False
+
+
+def _count_paren(f: _Frame, t) -> None:
+    """Track `(`/`[` depth inside the current op; a stray closer is an error at itself."""
+    kind = t.kind
+    if kind == "(" or kind == "[":
+        f.paren += 1
+    elif kind == ")" or kind == "]":
+        f.paren -= 1
+        if f.paren < 0:
+            raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
+
+
+def _close_region(frames: list[_Frame], t, out: list) -> None:
+    """The `}` closing the innermost region (none is open at a unit's top level)."""
+    if frames[-1].top:
+        raise PrelexError("unexpected '}'", t.start, t.end)
+    out.append(_tok("RBRACE", "}", t.start, t.end))
+    frames.pop()
 
 
 def _strong_start(raw: list, i: int, f: _Frame) -> bool:
