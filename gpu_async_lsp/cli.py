@@ -30,7 +30,6 @@ import stat
 import sys
 import tempfile
 import urllib.parse
-from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region import analyze
@@ -447,6 +446,8 @@ def _run_sequential(files, displays, options, on_result, progress):
 
 def _run_parallel(files, displays, options, jobs, on_result, progress):
     """Check files in worker processes; call on_result(i, result) in any order."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # only for many files
+
     _warm_up()
     try:
         pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)))

@@ -31,7 +31,9 @@ _S = r"[ \t]*+"  # blanks inside a line (possessive: no backtracking over long b
 _NL = r"[ \t]*+(?:\r?\n[ \t]*+)?"  # blanks, at most one line break (multi-line launch_func)
 _V = r"%[\w$.\-]+(?:#\d+)?"
 _VS = rf"{_V}(?:{_S},{_S}{_V})*"
-_TYPE = rf"(?:[A-Za-z_][\w$.]*(?:{_angle(5)})?|![A-Za-z_][\w$.]*(?:{_angle(5)})?)"
+# A type: `f32`, `memref<?xf32, strided<[1]>>`, `!gpu.async.token`, `!llvm.ptr<1>`. Three
+# levels of `<>` cover GPU operand types; deeper ones take the token-by-token path.
+_TYPE = rf"!?[A-Za-z_][\w$.]*(?:{_angle(3)})?"
 _SYM = r"@[\w$.\-]+(?:::@[\w$.\-]+)*"
 _DIMS = rf"\({_S}{_V}{_S},{_S}{_V}{_S},{_S}{_V}{_S}\)"
 _EOL = r"(?=[ \t]*(?://[^\n]*)?(?:\r?\n|\Z))"

@@ -120,14 +120,13 @@ def _raw_token(text: str, m: re.Match, kind: str, line_start: bool) -> RawToken:
 # labels, `}`, attribute dictionaries, generic ops, the ops that are modeled exactly) is cut
 # into raw tokens.
 LINE_RE = re.compile(
-    r"[ \t]*"
+    r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*"  # blank and comment-only lines first
     r"(?:(?P<res>%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?(?:[ \t]*,[ \t]*%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?)*)"
     r"[ \t]*=(?![=>])[ \t]*)?"
     r"(?P<name>[A-Za-z_][\w$.]*)"
     r"(?P<rest>[^{}\"\n/]*+)"
     r"(?P<brace>\{)?[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
 )
-_BLANK_LINES_RE = re.compile(r"(?:[ \t]*(?://[^\n]*)?\r?\n)*")
 _CONT_END = (",", "(", "[", "=", ":", "<", "->")
 
 
@@ -192,13 +191,9 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     append = out.append
     new = tuple.__new__
     line_match = LINE_RE.match
-    blank = _BLANK_LINES_RE.match
     pos = start
     fine = False  # inside an exactly modeled GPU op that did not match its format
     while pos < end:
-        pos = blank(text, pos, end).end()
-        if pos >= end:
-            break
         m = line_match(text, pos, end)
         if m is not None:
             name = m.group("name")
@@ -215,7 +210,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                         continue
                     fine = True
             rest = m.group("rest")
-            if not fine and midline_op(rest):
+            if not fine and ("." in rest or "return" in rest) and midline_op(rest):
                 fine = True  # a second op on the line: token by token (rare)
                 pos = _fine_line(text, pos, end, out)
                 fine = False
