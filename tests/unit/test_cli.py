@@ -585,7 +585,9 @@ def test_check_jobs_without_multiprocessing_falls_back_to_one_process(tmp_path, 
     def no_pool(*args, **kwargs):
         raise OSError("no /dev/shm")
 
-    monkeypatch.setattr(cli, "ProcessPoolExecutor", no_pool)
+    import concurrent.futures
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
     assert run(["check", "--jobs", "2", str(tmp_path)], capsys) == expected
 
 
