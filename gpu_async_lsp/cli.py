@@ -35,6 +35,7 @@ from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.rewriter import findings_after_fix
 from gpu_async_lsp.parallel import analyze_in_shares
+from gpu_async_lsp.server import build_arg_parser as build_serve_parser
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.tree import format_tree
@@ -620,15 +621,10 @@ def run_tree(args, stdin, stdout, stderr) -> int:
 # -- serve ------------------------------------------------------------------------------------
 
 def run_serve(argv: list[str], stderr) -> int:
-    """Hand over to the language server (issue 3): `gpu_async_lsp.server.main(argv)`."""
-    try:
-        from gpu_async_lsp import server
-        entry = server.main
-    except (ImportError, AttributeError):
-        print(f"{PROG}: the language server is not installed in this build", file=stderr)
-        return 2
-    status = entry(argv)
-    return status if isinstance(status, int) else 0
+    """Hand over to the language server: `gpu_async_lsp.server.main(argv)`."""
+    from gpu_async_lsp import server
+
+    return server.main(argv)
 
 
 # -- argument parsing -------------------------------------------------------------------------
@@ -681,14 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "errors to stderr (exit 1).")
     tree.add_argument("file", metavar="FILE", help="a .mlir file or '-' for stdin")
 
-    serve = sub.add_parser("serve", help="run the language server (the default)",
-                           description="Serve LSP over stdio (or TCP).")
-    serve.add_argument("--stdio", action="store_true", help="use stdio (the default)")
-    serve.add_argument("--tcp", action="store_true", help="serve one TCP client")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=2087)
-    serve.add_argument("--log-file")
-    serve.add_argument("--log-level", default="INFO")
+    sub.add_parser("serve", parents=[build_serve_parser(add_help=False)],
+                   help="run the language server (the default)",
+                   description="Serve LSP over stdio (or TCP).")
     return parser
 
 

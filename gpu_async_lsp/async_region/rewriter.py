@@ -263,7 +263,7 @@ class Analysis:
 
     def rewritten_anchors(self) -> set[tuple[int, int]]:
         """Spans of the `sync-gpu-ops` hints of the functions the rewrite changes."""
-        return {_anchor(fn.func) for fn in self.functions if fn.rewritable}
+        return {hint_anchor(fn.func) for fn in self.functions if fn.rewritable}
 
     def fix(self) -> tuple[str, list[Finding]]:
         """The text with every rewritable function rewritten, and the findings that remain in
@@ -301,7 +301,7 @@ def findings_after_fix(text: str, findings: list[Finding], edits: list[TextEdit]
     return fixed, remaining
 
 
-def _anchor(func: Op) -> tuple[int, int]:
+def hint_anchor(func: Op) -> tuple[int, int]:
     """Where a function's `sync-gpu-ops` hint goes: its symbol, else its op name."""
     if func.symbol_name is not None:
         return func.symbol_name.start, func.symbol_name.end
@@ -359,7 +359,7 @@ def analyze(source: str | Document, strict: bool = False) -> Analysis:
             )
         if rw.rewritable:
             n = len(rw.sync_ops)
-            start, end = _anchor(func)
+            start, end = hint_anchor(func)
             findings.append(Finding(
                 F.SYNC_GPU_OPS,
                 f"{n} GPU {_plural(n, 'op', 'ops')} in {rw.name} "

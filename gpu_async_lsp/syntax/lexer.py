@@ -290,7 +290,8 @@ _OP_START = (
 # A line break, the next line's indentation, and the start of an op there.
 _LINE_OP_RE = re.compile(rf"\n[ \t\r]*(?={_OP_START})")
 
-_CONTAINER_RE = re.compile(r"(?:builtin\.module|module|gpu\.module)\b")
+# The ops whose children are units of their own.
+CONTAINER_NAME_RE = re.compile(r"(?:builtin\.module|module|gpu\.module)\b")
 
 
 class Unit(NamedTuple):
@@ -344,7 +345,7 @@ def _split(text: str, start: int, end: int, level: int) -> list[Unit]:
         if e <= s:
             continue
         lbrace = pairs.get(e - 1)
-        if lbrace is not None and lbrace > s and level < 64 and _CONTAINER_RE.match(text, s):
+        if lbrace is not None and lbrace > s and level < 64 and CONTAINER_NAME_RE.match(text, s):
             children = _split(text, lbrace + 1, e - 1, level + 1)
             units.append(Unit(s, e, (lbrace, e - 1), children))
         else:

@@ -436,6 +436,23 @@ def parse_unit_tokens(text: str, raw: list, dialect: str | None, fallback_end: i
         return [], SyntaxIssue("nesting too deep to parse", start, start + 1)
 
 
+def _parse_header(text: str, unit: Unit, dialect: str | None):
+    """Parse a container op's text up to its body's `{`, closed by a stand-in `}`."""
+    lbrace, rbrace = unit.region
+    raw = tokenize(text, unit.start, lbrace + 1)
+    raw.append(RawToken("}", rbrace, rbrace + 1, CONTAINER_CLOSE, True))
+    return parse_unit_tokens(text, raw, dialect, lbrace + 1)
+
+
+def parse_container_header(text: str, unit: Unit, dialect: str | None):
+    """(the container op, or None; its syntax issue, or None)."""
+    items, issue = _parse_header(text, unit, dialect)
+    op = next((x for x in items if isinstance(x, Op)), None)
+    if op is not None and not op.regions:
+        op = None
+    return op, issue
+
+
 class LeafShare:
     """Which leaf units (units that are not containers, counted in text order) to parse; the
     others are skipped. Lets several processes each parse a share of one big buffer."""
@@ -466,9 +483,7 @@ def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk
             _take(items, chunk, out_ops, parent)
             continue
         lbrace, rbrace = unit.region
-        raw = tokenize(text, unit.start, lbrace + 1)
-        raw.append(RawToken("}", rbrace, rbrace + 1, CONTAINER_CLOSE, True))
-        items, issue = parse_unit_tokens(text, raw, dialect, lbrace + 1)
+        items, issue = _parse_header(text, unit, dialect)
         container = next((x for x in items if isinstance(x, Op)), None)
         if issue is not None or container is None or not container.regions:
             if issue is not None:

@@ -1,0 +1,45 @@
+"""Protocol layer: the language server. `main(argv)` is `gpu-async-lsp serve`.
+
+Nothing but the protocol goes to stdout; logs go to stderr or `--log-file`. Only this package
+(and the CLI that starts it) imports pygls and lsprotocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def build_arg_parser(add_help: bool = True) -> argparse.ArgumentParser:
+    """The options of `gpu-async-lsp serve` (importing this module does not import pygls)."""
+    p = argparse.ArgumentParser(prog="gpu-async-lsp serve", add_help=add_help,
+                                description="Serve the Language Server Protocol.")
+    p.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (the default)")
+    p.add_argument("--tcp", action="store_true", help="serve one TCP client")
+    p.add_argument("--host", default="127.0.0.1", help="TCP host (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
+    p.add_argument("--log-file", help="write logs to this file instead of stderr")
+    p.add_argument("--log-level", default="WARNING",
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+                   type=str.upper, help="log level (default WARNING)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_arg_parser().parse_args(argv)
+    handler: logging.Handler = (logging.FileHandler(args.log_file, encoding="utf-8")
+                                if args.log_file else logging.StreamHandler(sys.stderr))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(args.log_level)
+
+    from gpu_async_lsp.server.server import build_server
+
+    server = build_server()
+    if args.tcp:
+        server.start_tcp(args.host, args.port)
+    else:
+        server.start_io()
+    return 0

@@ -1,0 +1,81 @@
+"""Protocol layer: core results -> lsprotocol types, positions in the negotiated encoding.
+
+Every range the server sends or reads goes through a `LineIndex` of the document version it
+belongs to, in the position encoding agreed at initialization (utf-16 unless the client
+offered utf-8 or utf-32 first).
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+
+from gpu_async_lsp.async_region.findings import SOURCE, Finding, Severity
+from gpu_async_lsp.edits import TextEdit
+from gpu_async_lsp.text import UTF8, UTF16, UTF32, LineIndex, Position
+
+_ENCODINGS = {lsp.PositionEncodingKind.Utf8: UTF8, lsp.PositionEncodingKind.Utf16: UTF16,
+              lsp.PositionEncodingKind.Utf32: UTF32, "utf-8": UTF8, "utf-16": UTF16,
+              "utf-32": UTF32}
+_SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
+             Severity.WARNING: lsp.DiagnosticSeverity.Warning,
+             Severity.INFORMATION: lsp.DiagnosticSeverity.Information,
+             Severity.HINT: lsp.DiagnosticSeverity.Hint}
+
+
+def encoding_of(kind) -> str:
+    """Our encoding name for an lsprotocol PositionEncodingKind (utf-16 when unknown)."""
+    return _ENCODINGS.get(kind, UTF16)
+
+
+def lsp_range(index: LineIndex, start: int, end: int, encoding: str) -> lsp.Range:
+    s = index.position(start, encoding)
+    e = index.position(end, encoding)
+    return lsp.Range(lsp.Position(s.line, s.character), lsp.Position(e.line, e.character))
+
+
+def offset_of(index: LineIndex, position: lsp.Position, encoding: str) -> int:
+    return index.offset(Position(position.line, position.character), encoding)
+
+
+def diagnostic(uri: str, index: LineIndex, f: Finding, encoding: str,
+               severity: dict[str, Severity]) -> lsp.Diagnostic:
+    related = None
+    if f.related:
+        related = [lsp.DiagnosticRelatedInformation(
+            lsp.Location(uri, lsp_range(index, r.start, r.end, encoding)), r.message)
+            for r in f.related]
+    return lsp.Diagnostic(
+        range=lsp_range(index, f.start, f.end, encoding),
+        message=f.message,
+        severity=_SEVERITY[severity.get(f.code, f.severity)],
+        code=f.code,
+        source=SOURCE,
+        related_information=related,
+    )
+
+
+def text_edits(index: LineIndex, edits, encoding: str) -> list[lsp.TextEdit]:
+    return [lsp.TextEdit(lsp_range(index, e.start, e.end, encoding), e.new_text)
+            for e in sorted(edits, key=lambda e: (e.start, e.end))]
+
+
+def workspace_edit(uri: str, version: int | None, edits: list[lsp.TextEdit],
+                   document_changes: bool) -> lsp.WorkspaceEdit:
+    """Versioned documentChanges when the client supports them, plain changes otherwise."""
+    if document_changes:
+        return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(
+            lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits)])
+    return lsp.WorkspaceEdit(changes={uri: edits})
+
+
+def merge_insertions(edits: list[TextEdit]) -> list[TextEdit]:
+    """Insertions at one offset as one edit, in planned order (LSP leaves the order of
+    same-position insertions to the client; one edit keeps ours)."""
+    merged: list[TextEdit] = []
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        last = merged[-1] if merged else None
+        if last is not None and last.start == last.end == e.start == e.end:
+            merged[-1] = TextEdit(e.start, e.end, last.new_text + e.new_text)
+        else:
+            merged.append(e)
+    return merged

@@ -1,0 +1,259 @@
+"""Protocol layer: the pygls language server (SPEC section 5).
+
+Handlers stay thin: fetch the document, call the analysis (server/analysis.py), convert with
+server/convert.py. One state map `uri -> DocState`; analyses run in a worker thread, one at a
+time; changes that arrive meanwhile are coalesced (only the newest version is analysed next)
+and a result for an older version is never published. Code actions answer from the stored
+analysis of the current version (waiting for it if it is being computed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from gpu_async_lsp import __version__
+from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
+from gpu_async_lsp.server import convert
+from gpu_async_lsp.server.analysis import Analyzer, DocumentAnalysis, FunctionInfo
+from gpu_async_lsp.server.settings import Settings, parse_settings
+from gpu_async_lsp.text import LineIndex
+
+log = logging.getLogger("gpu_async_lsp.server")
+
+FIX_ALL_KIND = "source.fixAll.gpuAsync"
+CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite, FIX_ALL_KIND]
+ANALYSIS_TIMEOUT = 120.0
+
+
+@dataclass
+class DocState:
+    uri: str
+    analysis: DocumentAnalysis | None = None
+    index: LineIndex | None = None  # of analysis.text
+    running: bool = False
+    dirty: bool = False
+    closed: bool = False
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def line_index(self) -> LineIndex:
+        if self.index is None or self.index.text is not self.analysis.text:
+            self.index = LineIndex(self.analysis.text)
+        return self.index
+
+
+class GpuAsyncServer(LanguageServer):
+    def __init__(self):
+        super().__init__("gpu-async-lsp", __version__,
+                         text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        self.analyzer = Analyzer()
+        self.docs: dict[str, DocState] = {}
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analysis")
+
+    # -- settings --------------------------------------------------------------------------
+
+    def apply_settings(self, raw) -> None:
+        settings, problems = parse_settings(raw)
+        if problems:
+            self.window_show_message(lsp.ShowMessageParams(
+                lsp.MessageType.Warning,
+                "gpu-async-lsp: invalid settings, defaults used for: " + "; ".join(problems)))
+        if settings.strict != self.settings.strict:
+            self.analyzer = Analyzer(strict=settings.strict)
+        self.settings = settings
+
+    # -- analysis scheduling -------------------------------------------------------------------
+
+    @property
+    def encoding(self) -> str:
+        return convert.encoding_of(self.workspace.position_encoding)
+
+    def current(self, uri: str):
+        """The open document (pygls's), or None."""
+        if uri not in self.workspace.text_documents:
+            return None
+        return self.workspace.get_text_document(uri)
+
+    def schedule(self, uri: str) -> None:
+        state = self.docs.setdefault(uri, DocState(uri))
+        state.closed = False
+        state.ready.clear()
+        if state.running:
+            state.dirty = True  # the running analysis is stale: analyse the newest next
+            return
+        state.running = True
+        asyncio.get_running_loop().create_task(self._analyze_loop(state))
+
+    async def _analyze_loop(self, state: DocState) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                state.dirty = False
+                if self.settings.debounce_ms:
+                    await asyncio.sleep(self.settings.debounce_ms / 1000)
+                doc = self.current(state.uri)
+                if doc is None or state.closed:
+                    return
+                text, version = doc.source, doc.version
+                try:
+                    result = await loop.run_in_executor(
+                        self.executor, self.analyzer.analyze, text, version)
+                except Exception:  # a bug in the analysis must not stop the server
+                    log.exception("analysis of %s failed", state.uri)
+                    result = None
+                doc = self.current(state.uri)
+                if doc is None or state.closed:
+                    return
+                if result is not None and doc.version == version and doc.source is text:
+                    state.analysis = result
+                    state.index = None
+                    self.publish(state)
+                    state.ready.set()
+                if not state.dirty and (result is None or doc.version == version):
+                    return
+        finally:
+            state.running = False
+            if not state.ready.is_set() and state.analysis is not None:
+                doc = self.current(state.uri)
+                if doc is not None and doc.version == state.analysis.version:
+                    state.ready.set()
+
+    def publish(self, state: DocState) -> None:
+        a = state.analysis
+        index = state.line_index()
+        encoding = self.encoding
+        severity = self.settings.severity
+        diagnostics = [convert.diagnostic(state.uri, index, f, encoding, severity)
+                       for f in a.findings]
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+            uri=state.uri, diagnostics=diagnostics, version=a.version))
+
+    async def analysis_of(self, uri: str) -> DocState | None:
+        """The document's state with the analysis of its current version."""
+        doc = self.current(uri)
+        if doc is None:
+            return None
+        state = self.docs.get(uri)
+        if state is None:
+            self.schedule(uri)
+            state = self.docs[uri]
+        deadline = asyncio.get_running_loop().time() + ANALYSIS_TIMEOUT
+        while state.analysis is None or state.analysis.version != doc.version \
+                or state.analysis.text is not doc.source:
+            if not state.running:
+                self.schedule(uri)
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return None
+            try:
+                await asyncio.wait_for(state.ready.wait(), remaining)
+            except asyncio.TimeoutError:
+                return None
+            doc = self.current(uri)
+            if doc is None:
+                return None
+        return state
+
+    # -- code actions ------------------------------------------------------------------------
+
+    def code_actions(self, state: DocState, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        a = state.analysis
+        index = state.line_index()
+        encoding = self.encoding
+        caps = self.client_capabilities
+        ca_caps = caps.text_document.code_action if caps.text_document else None
+        disabled_support = bool(ca_caps and ca_caps.disabled_support)
+        doc_changes = bool(caps.workspace and caps.workspace.workspace_edit
+                           and caps.workspace.workspace_edit.document_changes)
+        only = params.context.only
+        start = convert.offset_of(index, params.range.start, encoding)
+        end = convert.offset_of(index, params.range.end, encoding)
+        hints = {}
+        for d in params.context.diagnostics or []:
+            if d.code == SYNC_GPU_OPS and d.source == "gpu-async":
+                hints[(d.range.start.line, d.range.start.character)] = d
+
+        def wanted(kind: str) -> bool:
+            return not only or any(kind == k or kind.startswith(k + ".") for k in only)
+
+        def edit_for(functions: list[FunctionInfo]) -> lsp.WorkspaceEdit:
+            edits = convert.merge_insertions([e for fn in functions for e in fn.edits])
+            return convert.workspace_edit(state.uri, a.version,
+                                          convert.text_edits(index, edits, encoding), doc_changes)
+
+        actions: list[lsp.CodeAction] = []
+        for fn in a.functions:
+            if fn.sync_ops == 0 or fn.end < start or fn.start > end:
+                continue
+            title = f"Make GPU ops in {fn.name} asynchronous"
+            if not fn.rewritable:
+                if disabled_support and wanted(lsp.CodeActionKind.RefactorRewrite):
+                    actions.append(lsp.CodeAction(
+                        title, kind=lsp.CodeActionKind.RefactorRewrite,
+                        disabled=lsp.CodeActionDisabled(fn.first_blocker or "blocked")))
+                continue
+            anchor = index.position(fn.anchor[0], encoding)
+            hint = hints.get((anchor.line, anchor.character))
+            if hint is not None and wanted(lsp.CodeActionKind.QuickFix):
+                actions.append(lsp.CodeAction(title, kind=lsp.CodeActionKind.QuickFix,
+                                              diagnostics=[hint], is_preferred=True,
+                                              edit=edit_for([fn])))
+            if wanted(lsp.CodeActionKind.RefactorRewrite):
+                actions.append(lsp.CodeAction(title, kind=lsp.CodeActionKind.RefactorRewrite,
+                                              edit=edit_for([fn])))
+        rewritable = [fn for fn in a.functions if fn.rewritable]
+        if rewritable and wanted(FIX_ALL_KIND):
+            actions.append(lsp.CodeAction("Make all GPU ops in this file asynchronous",
+                                          kind=FIX_ALL_KIND, edit=edit_for(rewritable)))
+        return actions
+
+
+def build_server() -> GpuAsyncServer:
+    server = GpuAsyncServer()
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: GpuAsyncServer, params: lsp.InitializeParams):
+        ls.apply_settings(params.initialization_options)
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: GpuAsyncServer, params: lsp.DidChangeConfigurationParams):
+        ls.apply_settings(params.settings)
+        for uri, state in list(ls.docs.items()):
+            if not state.closed and ls.current(uri) is not None:
+                ls.schedule(uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: GpuAsyncServer, params: lsp.DidOpenTextDocumentParams):
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: GpuAsyncServer, params: lsp.DidChangeTextDocumentParams):
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: GpuAsyncServer, params: lsp.DidSaveTextDocumentParams):
+        pass  # the buffer is analysed on every change already
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: GpuAsyncServer, params: lsp.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        state = ls.docs.pop(uri, None)
+        if state is not None:
+            state.closed = True
+        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
+                    lsp.CodeActionOptions(code_action_kinds=CODE_ACTION_KINDS))
+    async def code_action(ls: GpuAsyncServer, params: lsp.CodeActionParams):
+        state = await ls.analysis_of(params.text_document.uri)
+        if state is None:
+            return []
+        return ls.code_actions(state, params)
+
+    return server

@@ -1,0 +1,58 @@
+"""Protocol layer: the server's settings, from initializationOptions or didChangeConfiguration.
+
+Accepted either as the options object itself or under a "gpuAsyncLsp" key (VS Code sends the
+section of its configuration):
+
+    {"strict": false, "severity": {"pre-existing-wait": "warning"}, "debounce": 0}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
+
+SECTION = "gpuAsyncLsp"
+_SEVERITIES = {"error": Severity.ERROR, "warning": Severity.WARNING,
+               "information": Severity.INFORMATION, "info": Severity.INFORMATION,
+               "hint": Severity.HINT}
+
+
+@dataclass(frozen=True)
+class Settings:
+    strict: bool = False
+    severity: dict[str, Severity] = field(default_factory=lambda: dict(DEFAULT_SEVERITY))
+    debounce_ms: int = 0  # optional delay before analysing a change; 0 = as soon as possible
+
+
+def parse_settings(raw) -> tuple[Settings, list[str]]:
+    """Settings from a client's JSON value, and the problems found (defaults used for those)."""
+    problems: list[str] = []
+    if raw is None:
+        return Settings(), problems
+    if isinstance(raw, dict) and isinstance(raw.get(SECTION), dict):
+        raw = raw[SECTION]
+    if not isinstance(raw, dict):
+        return Settings(), [f"settings must be an object, not {type(raw).__name__}"]
+    strict = raw.get("strict", False)
+    if not isinstance(strict, bool):
+        problems.append(f"'strict' must be true or false, not {strict!r}")
+        strict = False
+    severity = dict(DEFAULT_SEVERITY)
+    overrides = raw.get("severity", {}) or {}
+    if not isinstance(overrides, dict):
+        problems.append("'severity' must be an object mapping finding codes to severities")
+        overrides = {}
+    for code, level in overrides.items():
+        if code not in CODES:
+            problems.append(f"unknown finding code {code!r} in 'severity'")
+        elif not isinstance(level, str) or level.lower() not in _SEVERITIES:
+            problems.append(f"severity of {code!r} must be one of error, warning, information, "
+                            f"hint, not {level!r}")
+        else:
+            severity[code] = _SEVERITIES[level.lower()]
+    debounce = raw.get("debounce", 0)
+    if isinstance(debounce, bool) or not isinstance(debounce, int) or not 0 <= debounce <= 10_000:
+        problems.append(f"'debounce' must be a number of milliseconds (0-10000), not {debounce!r}")
+        debounce = 0
+    return Settings(strict, severity, debounce), problems
