@@ -17,6 +17,7 @@ from gpu_async_lsp.async_region import Finding, Related, analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.rewriter import FunctionRewrite, hint_anchor
 from gpu_async_lsp.edits import TextEdit
+from gpu_async_lsp.text import LineIndex
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT
 from gpu_async_lsp.syntax import Chunk, Document, Op
 from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, Unit, tokenize_lines
@@ -45,22 +46,72 @@ class FunctionInfo:
     edits: tuple[TextEdit, ...]
 
 
-@dataclass(frozen=True)
 class UnitResult:
-    """Findings and functions of one unit, offsets relative to the unit's start."""
+    """Findings and functions of one unit, at offsets relative to the unit's start, and their
+    positions relative to the unit's first line (computed once per encoding)."""
 
-    findings: tuple[Finding, ...]
-    functions: tuple[FunctionInfo, ...]
-    syntax_error: bool
+    __slots__ = ("source", "findings", "functions", "syntax_error", "_positions")
+
+    def __init__(self, source: str, findings: tuple[Finding, ...],
+                 functions: tuple[FunctionInfo, ...], syntax_error: bool):
+        self.source = source
+        self.findings = findings
+        self.functions = functions
+        self.syntax_error = syntax_error
+        self._positions: dict[str, list] = {}
+
+    def positions(self, encoding: str) -> list:
+        """Per finding: ((line, col), (line, col), [related ((line, col), (line, col))]),
+        lines counted from the unit's first line, columns from its start on that line."""
+        cached = self._positions.get(encoding)
+        if cached is None:
+            index = LineIndex(self.source)
+
+            def pos(offset: int) -> tuple[int, int]:
+                p = index.position(offset, encoding)
+                return p.line, p.character
+
+            cached = [(pos(f.start), pos(f.end), [(pos(r.start), pos(r.end)) for r in f.related])
+                      for f in self.findings]
+            self._positions[encoding] = cached
+        return cached
 
 
 @dataclass(frozen=True)
+class PlacedUnit:
+    base: int  # offset of the unit in the document
+    result: UnitResult
+
+
+@dataclass
 class DocumentAnalysis:
+    """The analysis of one document version: units placed at their offsets, plus the findings
+    of container headers (absolute)."""
+
     version: int | None
     text: str
-    findings: list[Finding]
-    functions: list[FunctionInfo]
+    units: list[PlacedUnit]
+    header_findings: list[Finding]
     has_syntax_errors: bool
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding at absolute offsets, in text order."""
+        out = list(self.header_findings)
+        for u in self.units:
+            out.extend(_shift_finding(f, u.base) for f in u.result.findings)
+        out.sort(key=lambda f: (f.start, f.end, f.code))
+        return out
+
+    @property
+    def functions(self) -> list[FunctionInfo]:
+        """Every host function at absolute offsets."""
+        return [_shift_function(fn, u.base) for u in self.units for fn in u.result.functions]
+
+    def functions_between(self, start: int, end: int) -> list[FunctionInfo]:
+        """The host functions that overlap [start, end], at absolute offsets."""
+        return [_shift_function(fn, u.base) for u in self.units for fn in u.result.functions
+                if fn.start + u.base <= end and fn.end + u.base >= start]
 
 
 def _shift_finding(f: Finding, delta: int) -> Finding:
@@ -97,16 +148,15 @@ class Analyzer:
         self._lock = threading.Lock()
 
     def analyze(self, text: str, version: int | None = None) -> DocumentAnalysis:
-        findings: list[Finding] = []
-        functions: list[FunctionInfo] = []
+        headers: list[Finding] = []
+        placed: list[PlacedUnit] = []
         errors = False
         for start, end, units in split_document(text):
-            errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, findings, functions)
-        findings.sort(key=lambda f: (f.start, f.end, f.code))
-        return DocumentAnalysis(version, text, findings, functions, errors)
+            errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed)
+        return DocumentAnalysis(version, text, placed, headers, errors)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
-               findings: list, functions: list) -> bool:
+               findings: list, placed: list) -> bool:
         errors = False
         for unit in units:
             if unit.region is not None:
@@ -118,12 +168,10 @@ class Analyzer:
                 name = "builtin.module" if name == "module" else name
                 inner = DEFAULT_DIALECT.get(name) if op is not None else dialect
                 errors |= self._units(text, unit.children, inner,
-                                      device or name in DEVICE_CONTAINERS, findings, functions)
+                                      device or name in DEVICE_CONTAINERS, findings, placed)
                 continue
             result = self._unit(text, unit, dialect, device)
-            delta = unit.start
-            findings.extend(_shift_finding(f, delta) for f in result.findings)
-            functions.extend(_shift_function(fn, delta) for fn in result.functions)
+            placed.append(PlacedUnit(unit.start, result))
             errors |= result.syntax_error
         return errors
 
@@ -152,7 +200,7 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool) -
         chunk.ops = []  # device code: only its syntax matters here
     analysis = analyze(Document(source, [chunk]), strict=strict)
     functions = tuple(_function_info(fn, hint_anchor(fn.func)) for fn in analysis.functions)
-    return UnitResult(tuple(analysis.findings), functions, issue is not None)
+    return UnitResult(source, tuple(analysis.findings), functions, issue is not None)
 
 
 def _syntax_finding(message: str, start: int, end: int) -> Finding:

@@ -54,6 +54,47 @@ def diagnostic(uri: str, index: LineIndex, f: Finding, encoding: str,
     )
 
 
+def _json_range(l0: int, c0: int, l1: int, c1: int) -> dict:
+    return {"start": {"line": l0, "character": c0}, "end": {"line": l1, "character": c1}}
+
+
+def diagnostic_json(uri: str, index: LineIndex, f: Finding, encoding: str,
+                    severity: dict[str, Severity]) -> dict:
+    """A Diagnostic as JSON values, from absolute offsets."""
+    def rng(start: int, end: int) -> dict:
+        s = index.position(start, encoding)
+        e = index.position(end, encoding)
+        return _json_range(s.line, s.character, e.line, e.character)
+
+    d = {"range": rng(f.start, f.end), "message": f.message,
+         "severity": int(severity.get(f.code, f.severity)), "code": f.code, "source": SOURCE}
+    if f.related:
+        d["relatedInformation"] = [{"location": {"uri": uri, "range": rng(r.start, r.end)},
+                                    "message": r.message} for r in f.related]
+    return d
+
+
+def placed_diagnostic_json(uri: str, f: Finding, line: int, column: int, start, end, related,
+                           severity: dict[str, Severity]) -> dict:
+    """A Diagnostic as JSON values, from positions relative to a unit that starts at
+    (line, column) of the document: positions on the unit's first line are moved by the
+    column, all of them by the line."""
+    def place(p) -> tuple[int, int]:
+        return (p[0] + line, p[1] + column) if p[0] == 0 else (p[0] + line, p[1])
+
+    s, e = place(start), place(end)
+    d = {"range": _json_range(s[0], s[1], e[0], e[1]), "message": f.message,
+         "severity": int(severity.get(f.code, f.severity)), "code": f.code, "source": SOURCE}
+    if related:
+        items = []
+        for r, (rs, re_) in zip(f.related, related):
+            a, b = place(rs), place(re_)
+            items.append({"location": {"uri": uri, "range": _json_range(a[0], a[1], b[0], b[1])},
+                          "message": r.message})
+        d["relatedInformation"] = items
+    return d
+
+
 def text_edits(index: LineIndex, edits, encoding: str) -> list[lsp.TextEdit]:
     return [lsp.TextEdit(lsp_range(index, e.start, e.end, encoding), e.new_text)
             for e in sorted(edits, key=lambda e: (e.start, e.end))]

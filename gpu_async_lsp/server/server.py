@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
@@ -47,10 +48,22 @@ class DocState:
         return self.index
 
 
+class _Protocol(LanguageServerProtocol):
+    """publishDiagnostics go out as plain JSON values, built from cached per-unit positions:
+    no lsprotocol objects and no cattrs pass over thousands of diagnostics of a 50k-line file
+    (json.dumps of plain values: ~6 ms, through cattrs: ~20 ms, with lsprotocol objects
+    ~50 ms). Everything else goes through pygls as usual."""
+
+    def publish_diagnostics_json(self, params: dict) -> None:
+        self._send_data({"jsonrpc": JsonRPCProtocol.VERSION,
+                         "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params})
+
+
 class GpuAsyncServer(LanguageServer):
     def __init__(self):
         super().__init__("gpu-async-lsp", __version__,
-                         text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         protocol_cls=_Protocol)
         self.settings = Settings()
         self.analyzer = Analyzer()
         self.docs: dict[str, DocState] = {}
@@ -125,14 +138,26 @@ class GpuAsyncServer(LanguageServer):
                     state.ready.set()
 
     def publish(self, state: DocState) -> None:
+        """publishDiagnostics for the state's analysis. The positions of each unit's findings
+        are computed once per unit text and encoding and moved to the unit's place; the
+        message is built as plain JSON values (pygls serializes those without cattrs)."""
         a = state.analysis
         index = state.line_index()
         encoding = self.encoding
         severity = self.settings.severity
-        diagnostics = [convert.diagnostic(state.uri, index, f, encoding, severity)
-                       for f in a.findings]
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=state.uri, diagnostics=diagnostics, version=a.version))
+        uri = state.uri
+        diagnostics = [convert.diagnostic_json(uri, index, f, encoding, severity)
+                       for f in a.header_findings]
+        for unit in a.units:
+            findings = unit.result.findings
+            if not findings:
+                continue
+            base = index.position(unit.base, encoding)
+            for f, (start, end, related) in zip(findings, unit.result.positions(encoding)):
+                diagnostics.append(convert.placed_diagnostic_json(
+                    uri, f, base.line, base.character, start, end, related, severity))
+        self.protocol.publish_diagnostics_json(
+            {"uri": uri, "version": a.version, "diagnostics": diagnostics})
 
     async def analysis_of(self, uri: str) -> DocState | None:
         """The document's state with the analysis of its current version."""
@@ -188,8 +213,8 @@ class GpuAsyncServer(LanguageServer):
                                           convert.text_edits(index, edits, encoding), doc_changes)
 
         actions: list[lsp.CodeAction] = []
-        for fn in a.functions:
-            if fn.sync_ops == 0 or fn.end < start or fn.start > end:
+        for fn in a.functions_between(start, end):
+            if fn.sync_ops == 0:
                 continue
             title = f"Make GPU ops in {fn.name} asynchronous"
             if not fn.rewritable:
@@ -246,7 +271,7 @@ def build_server() -> GpuAsyncServer:
         state = ls.docs.pop(uri, None)
         if state is not None:
             state.closed = True
-        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.protocol.publish_diagnostics_json({"uri": uri, "diagnostics": []})
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
                     lsp.CodeActionOptions(code_action_kinds=CODE_ACTION_KINDS))
