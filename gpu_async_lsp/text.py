@@ -80,6 +80,23 @@ class LineIndex:
             starts.extend(m.end() for m in _LINE_BREAK.finditer(text))
         self._starts = starts
 
+    def edited(self, new_text: str, start: int, old_end: int, new_end: int) -> LineIndex:
+        """The index of `new_text`, which is this text with [start, old_end) replaced by
+        new_text[start:new_end]. Cheap when neither side holds a line break (a keystroke):
+        the line starts after the edit just move."""
+        old = self.text
+        if ("\n" in old[start:old_end] or "\r" in old[start:old_end]
+                or "\n" in new_text[start:new_end] or "\r" in new_text[start:new_end]
+                or old[start - 1:start] == "\r" or _OTHER_BREAKS.search(new_text, start, new_end)):
+            return LineIndex(new_text)
+        index = LineIndex.__new__(LineIndex)
+        index.text = new_text
+        delta = new_end - old_end
+        starts = self._starts
+        k = bisect.bisect_right(starts, start)
+        index._starts = starts[:k] + [x + delta for x in starts[k:]] if delta else starts
+        return index
+
     @property
     def line_count(self) -> int:
         return len(self._starts)

@@ -9,14 +9,16 @@ file with a one-character edit costs a brace scan and one function's parse.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import re
 import threading
 from dataclasses import dataclass
 
 from gpu_async_lsp.async_region import Finding, Related, analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.rewriter import FunctionRewrite, hint_anchor
-from gpu_async_lsp.edits import TextEdit
+from gpu_async_lsp.edits import TextEdit, apply_edits
 from gpu_async_lsp.text import LineIndex
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT
 from gpu_async_lsp.syntax import Chunk, Document, Op
@@ -50,7 +52,8 @@ class UnitResult:
     """Findings and functions of one unit, at offsets relative to the unit's start, and their
     positions relative to the unit's first line (computed once per encoding)."""
 
-    __slots__ = ("source", "findings", "functions", "syntax_error", "_positions")
+    __slots__ = ("source", "findings", "functions", "syntax_error", "_positions", "_fixes",
+                 "fragment")
 
     def __init__(self, source: str, findings: tuple[Finding, ...],
                  functions: tuple[FunctionInfo, ...], syntax_error: bool):
@@ -59,6 +62,23 @@ class UnitResult:
         self.functions = functions
         self.syntax_error = syntax_error
         self._positions: dict[str, list] = {}
+        self._fixes: list[TextEdit] | None = None
+        self.fragment: tuple | None = None  # (key, JSON text) of the last publication
+
+    def fixes(self) -> list[TextEdit]:
+        """One edit per rewritable function: the span from its first to its last planned edit,
+        rewritten (the file-wide action sends these, not every insertion)."""
+        if self._fixes is None:
+            fixes = []
+            for fn in self.functions:
+                if not fn.rewritable or not fn.edits:
+                    continue
+                start = min(e.start for e in fn.edits)
+                end = max(e.end for e in fn.edits)
+                moved = [TextEdit(e.start - start, e.end - start, e.new_text) for e in fn.edits]
+                fixes.append(TextEdit(start, end, apply_edits(self.source[start:end], moved)))
+            self._fixes = fixes
+        return self._fixes
 
     def positions(self, encoding: str) -> list:
         """Per finding: ((line, col), (line, col), [related ((line, col), (line, col))]),
@@ -81,6 +101,12 @@ class UnitResult:
 class PlacedUnit:
     base: int  # offset of the unit in the document
     result: UnitResult
+    dialect: str | None  # the default dialect around it
+    device: bool  # inside a gpu.module
+
+    @property
+    def end(self) -> int:
+        return self.base + len(self.result.source)
 
 
 @dataclass
@@ -93,6 +119,7 @@ class DocumentAnalysis:
     units: list[PlacedUnit]
     header_findings: list[Finding]
     has_syntax_errors: bool
+    strict: bool = False
 
     @property
     def findings(self) -> list[Finding]:
@@ -107,6 +134,15 @@ class DocumentAnalysis:
     def functions(self) -> list[FunctionInfo]:
         """Every host function at absolute offsets."""
         return [_shift_function(fn, u.base) for u in self.units for fn in u.result.functions]
+
+    def fixes(self) -> list[TextEdit]:
+        """Every rewritable function's rewrite as one edit each, at absolute offsets."""
+        return [TextEdit(e.start + u.base, e.end + u.base, e.new_text)
+                for u in self.units for e in u.result.fixes()]
+
+    @property
+    def any_rewritable(self) -> bool:
+        return any(fn.rewritable for u in self.units for fn in u.result.functions)
 
     def functions_between(self, start: int, end: int) -> list[FunctionInfo]:
         """The host functions that overlap [start, end], at absolute offsets."""
@@ -147,13 +183,20 @@ class Analyzer:
         self._cache: dict[tuple, UnitResult] = {}
         self._lock = threading.Lock()
 
-    def analyze(self, text: str, version: int | None = None) -> DocumentAnalysis:
+    def analyze(self, text: str, version: int | None = None,
+                previous: DocumentAnalysis | None = None) -> DocumentAnalysis:
+        """The analysis of `text`. Given the analysis of an earlier text of the same document,
+        an edit inside one function's body re-analyses that unit only (no re-split)."""
+        if previous is not None and previous.text is not text and previous.strict == self.strict:
+            quick = self._reuse(text, version, previous)
+            if quick is not None:
+                return quick
         headers: list[Finding] = []
         placed: list[PlacedUnit] = []
         errors = False
         for start, end, units in split_document(text):
             errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed)
-        return DocumentAnalysis(version, text, placed, headers, errors)
+        return DocumentAnalysis(version, text, placed, headers, errors, self.strict)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
                findings: list, placed: list) -> bool:
@@ -170,13 +213,45 @@ class Analyzer:
                 errors |= self._units(text, unit.children, inner,
                                       device or name in DEVICE_CONTAINERS, findings, placed)
                 continue
-            result = self._unit(text, unit, dialect, device)
-            placed.append(PlacedUnit(unit.start, result))
+            result = self._unit(text[unit.start:unit.end], dialect, device)
+            placed.append(PlacedUnit(unit.start, result, dialect, device))
             errors |= result.syntax_error
         return errors
 
-    def _unit(self, text: str, unit: Unit, dialect: str | None, device: bool) -> UnitResult:
-        source = text[unit.start:unit.end]
+    def _reuse(self, text: str, version, previous: DocumentAnalysis) -> DocumentAnalysis | None:
+        """The analysis after an edit that stays inside the body of one leaf unit and cannot
+        change where units begin or end (no braces, quotes or slashes typed or removed), or
+        None when a full split is needed."""
+        old = previous.text
+        start, old_end, new_end = changed_span(old, text)
+        if not previous.units:
+            return None
+        bases = [u.base for u in previous.units]
+        k = bisect.bisect_right(bases, start) - 1
+        if k < 0:
+            return None
+        unit = previous.units[k]
+        source = unit.result.source
+        body_open = source.find("{")
+        body_close = source.rfind("}")
+        if body_open < 0 or not (unit.base + body_open < start and old_end <= unit.base + body_close):
+            return None
+        if _STRUCTURAL.search(old, start, old_end) or _STRUCTURAL.search(text, start, new_end):
+            return None
+        delta = new_end - old_end
+        new_source = text[unit.base:unit.end + delta]
+        placed = previous.units[:k]
+        placed.append(PlacedUnit(unit.base, self._unit(new_source, unit.dialect, unit.device),
+                                 unit.dialect, unit.device))
+        placed.extend(PlacedUnit(u.base + delta, u.result, u.dialect, u.device)
+                      for u in previous.units[k + 1:])
+        headers = [_shift_finding(f, delta) if f.start >= old_end else f
+                   for f in previous.header_findings]
+        errors = any(u.result.syntax_error for u in placed) or any(
+            f.code == F.SYNTAX for f in headers)
+        return DocumentAnalysis(version, text, placed, headers, errors, self.strict)
+
+    def _unit(self, source: str, dialect: str | None, device: bool) -> UnitResult:
         key = (source, dialect, device)
         cached = self._cache.get(key)
         if cached is not None:
@@ -187,6 +262,34 @@ class Analyzer:
                 self._cache.clear()
             self._cache[key] = result
         return result
+
+
+# What an edit may not touch for the unit layout to stay: braces, quotes (strings hold braces),
+# slashes (comments and `// -----` markers).
+_STRUCTURAL = re.compile(r'[{}"/]')
+
+
+def changed_span(old: str, new: str) -> tuple[int, int, int]:
+    """(start, end in old, end in new) of the region where two texts differ: the common
+    prefix and suffix are found by bisection on slice comparisons (memcmp speed)."""
+    n = min(len(old), len(new))
+    lo, hi = 0, n  # the common prefix length is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[lo:mid] == new[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    prefix = lo
+    lo, hi = 0, n - prefix
+    lo_old, lo_new = len(old), len(new)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[lo_old - mid:lo_old - lo] == new[lo_new - mid:lo_new - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return prefix, len(old) - lo, len(new) - lo
 
 
 def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool) -> UnitResult:

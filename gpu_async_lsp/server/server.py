@@ -10,6 +10,8 @@ analysis of the current version (waiting for it if it is being computed).
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
 from gpu_async_lsp.server import convert
-from gpu_async_lsp.server.analysis import Analyzer, DocumentAnalysis, FunctionInfo
+from gpu_async_lsp.server.analysis import Analyzer, DocumentAnalysis, FunctionInfo, changed_span
 from gpu_async_lsp.server.settings import Settings, parse_settings
 from gpu_async_lsp.text import LineIndex
 
@@ -41,11 +43,23 @@ class DocState:
     dirty: bool = False
     closed: bool = False
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    fix_all: tuple | None = None  # ((version, encoding, documentChanges), WorkspaceEdit)
+    fix_all_of: DocumentAnalysis | None = None
 
     def line_index(self) -> LineIndex:
         if self.index is None or self.index.text is not self.analysis.text:
             self.index = LineIndex(self.analysis.text)
         return self.index
+
+    def take(self, result: DocumentAnalysis) -> None:
+        """Make `result` the current analysis, moving the line index along with the edit."""
+        if self.index is not None and self.analysis is not None \
+                and self.index.text is self.analysis.text:
+            start, old_end, new_end = changed_span(self.analysis.text, result.text)
+            self.index = self.index.edited(result.text, start, old_end, new_end)
+        else:
+            self.index = None
+        self.analysis = result
 
 
 class _Protocol(LanguageServerProtocol):
@@ -55,8 +69,20 @@ class _Protocol(LanguageServerProtocol):
     ~50 ms). Everything else goes through pygls as usual."""
 
     def publish_diagnostics_json(self, params: dict) -> None:
-        self._send_data({"jsonrpc": JsonRPCProtocol.VERSION,
-                         "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params})
+        self.send_json_text(json.dumps({"jsonrpc": JsonRPCProtocol.VERSION,
+                                        "method": lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+                                        "params": params}))
+
+    def send_json_text(self, body: str) -> None:
+        """Send a message already serialized (framed as pygls frames its own messages)."""
+        if self.writer is None:
+            return
+        data = body.encode("utf-8")
+        header = (f"Content-Length: {len(data)}\r\n"
+                  f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n")
+        result = self.writer.write(header.encode("ascii") + data)
+        if inspect.isawaitable(result):
+            asyncio.ensure_future(result)
 
 
 class GpuAsyncServer(LanguageServer):
@@ -116,7 +142,7 @@ class GpuAsyncServer(LanguageServer):
                 text, version = doc.source, doc.version
                 try:
                     result = await loop.run_in_executor(
-                        self.executor, self.analyzer.analyze, text, version)
+                        self.executor, self.analyzer.analyze, text, version, state.analysis)
                 except Exception:  # a bug in the analysis must not stop the server
                     log.exception("analysis of %s failed", state.uri)
                     result = None
@@ -124,8 +150,7 @@ class GpuAsyncServer(LanguageServer):
                 if doc is None or state.closed:
                     return
                 if result is not None and doc.version == version and doc.source is text:
-                    state.analysis = result
-                    state.index = None
+                    state.take(result)
                     self.publish(state)
                     state.ready.set()
                 if not state.dirty and (result is None or doc.version == version):
@@ -138,26 +163,35 @@ class GpuAsyncServer(LanguageServer):
                     state.ready.set()
 
     def publish(self, state: DocState) -> None:
-        """publishDiagnostics for the state's analysis. The positions of each unit's findings
-        are computed once per unit text and encoding and moved to the unit's place; the
-        message is built as plain JSON values (pygls serializes those without cattrs)."""
+        """publishDiagnostics for the state's analysis, as JSON text assembled from one cached
+        fragment per unit: a unit whose place (line, column) and findings did not change since
+        the last publication costs nothing (a keystroke re-renders one unit)."""
         a = state.analysis
         index = state.line_index()
         encoding = self.encoding
         severity = self.settings.severity
         uri = state.uri
-        diagnostics = [convert.diagnostic_json(uri, index, f, encoding, severity)
-                       for f in a.header_findings]
+        parts = [json.dumps(convert.diagnostic_json(uri, index, f, encoding, severity))
+                 for f in a.header_findings]
         for unit in a.units:
-            findings = unit.result.findings
-            if not findings:
+            result = unit.result
+            if not result.findings:
                 continue
             base = index.position(unit.base, encoding)
-            for f, (start, end, related) in zip(findings, unit.result.positions(encoding)):
-                diagnostics.append(convert.placed_diagnostic_json(
+            key = (uri, encoding, base.line, base.character, id(severity))
+            cached = result.fragment
+            if cached is None or cached[0] != key:
+                text = ",".join(json.dumps(convert.placed_diagnostic_json(
                     uri, f, base.line, base.character, start, end, related, severity))
-        self.protocol.publish_diagnostics_json(
-            {"uri": uri, "version": a.version, "diagnostics": diagnostics})
+                    for f, (start, end, related) in zip(result.findings,
+                                                        result.positions(encoding)))
+                cached = result.fragment = (key, text)
+            parts.append(cached[1])
+        version = "null" if a.version is None else str(int(a.version))
+        self.protocol.send_json_text(
+            '{"jsonrpc":"2.0","method":"textDocument/publishDiagnostics","params":{"uri":'
+            + json.dumps(uri) + ',"version":' + version + ',"diagnostics":['
+            + ",".join(parts) + "]}}")
 
     async def analysis_of(self, uri: str) -> DocState | None:
         """The document's state with the analysis of its current version."""
@@ -232,10 +266,16 @@ class GpuAsyncServer(LanguageServer):
             if wanted(lsp.CodeActionKind.RefactorRewrite):
                 actions.append(lsp.CodeAction(title, kind=lsp.CodeActionKind.RefactorRewrite,
                                               edit=edit_for([fn])))
-        rewritable = [fn for fn in a.functions if fn.rewritable]
-        if rewritable and wanted(FIX_ALL_KIND):
+        if wanted(FIX_ALL_KIND) and a.any_rewritable:
+            key = (a.version, encoding, doc_changes)
+            if state.fix_all is None or state.fix_all[0] != key or state.fix_all_of is not a:
+                edit = convert.workspace_edit(
+                    state.uri, a.version, convert.text_edits(index, a.fixes(), encoding),
+                    doc_changes)
+                state.fix_all = (key, edit)
+                state.fix_all_of = a
             actions.append(lsp.CodeAction("Make all GPU ops in this file asynchronous",
-                                          kind=FIX_ALL_KIND, edit=edit_for(rewritable)))
+                                          kind=FIX_ALL_KIND, edit=state.fix_all[1]))
         return actions
 
 

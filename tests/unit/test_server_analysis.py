@@ -1,0 +1,43 @@
+"""The server's incremental analysis equals a fresh one after any edit."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from benchmarks.gen_host import generate
+from gpu_async_lsp.server.analysis import Analyzer, changed_span
+
+
+def _snapshot(a):
+    return ([(f.code, f.start, f.end, f.message, f.related) for f in a.findings],
+            [(fn.name, fn.start, fn.end, fn.anchor, fn.rewritable, fn.edits) for fn in a.functions],
+            a.has_syntax_errors)
+
+
+def test_server_analysis_changed_span_finds_the_differing_region():
+    assert changed_span("abcdef", "abXdef") == (2, 3, 3)
+    assert changed_span("abc", "abc") == (3, 3, 3)
+    assert changed_span("aaa", "aaaa") == (3, 3, 4)
+    assert changed_span("", "x") == (0, 0, 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_server_analysis_incremental_equals_fresh_after_random_edits(seed):
+    rng = random.Random(seed)
+    text = generate(400, seed=seed)
+    incremental = Analyzer()
+    previous = incremental.analyze(text, 0)
+    for version in range(1, 40):
+        pos = rng.randrange(len(text))
+        kind = rng.random()
+        if kind < 0.4:
+            text = text[:pos] + rng.choice([" ", "x", "\n", "%t0 ", "gpu.wait\n  "]) + text[pos:]
+        elif kind < 0.7:
+            text = text[:pos] + text[pos + rng.randint(1, 3):]
+        else:  # edits that move unit boundaries: a full split must follow
+            text = text[:pos] + rng.choice(["{", "}", "\"", "// -----\n", "/"]) + text[pos:]
+        previous = incremental.analyze(text, version, previous)
+        fresh = Analyzer().analyze(text, version)
+        assert _snapshot(previous) == _snapshot(fresh), (seed, version)
