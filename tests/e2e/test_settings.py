@@ -1,0 +1,155 @@
+"""Settings `strict` and per-code `severity`, from initializationOptions and
+workspace/didChangeConfiguration, directly or under "gpuAsyncLsp"; invalid settings: one
+warning, defaults used (issue 3, item 3)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.e2e.lsp_session import diag_summary
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+WAIT = "'gpu.wait' op unexpected pre-existing gpu.wait"
+
+DOC = """\
+func.func @only_a_wait() {
+  gpu.wait
+  return
+}
+func.func @g(%n: index) {
+  %b = gpu.alloc (%n) : memref<?xf32>
+  gpu.wait
+  return
+}
+func.func @h(%n: index) {
+  %c = gpu.alloc (%n) : memref<?xf32>
+  return
+}
+"""
+ONLY_A_WAIT = ("pre-existing-wait", 1, WAIT, (1, 2, 1, 10))
+IN_G = ("pre-existing-wait", 1, WAIT, (6, 2, 6, 10))
+HINT_H = ("sync-gpu-ops", 4, "1 GPU op in @h runs synchronously", (9, 10, 9, 12))
+DEFAULT = sorted([IN_G, HINT_H])
+STRICT = sorted([ONLY_A_WAIT, IN_G, HINT_H])
+
+
+def summaries(diagnostics) -> list[tuple]:
+    return sorted(diag_summary(d) for d in diagnostics)
+
+
+def wrap(settings: dict, nested: bool) -> dict:
+    return {"gpuAsyncLsp": settings} if nested else settings
+
+
+async def republished(session, uri: str, expected: list[tuple], after: int):
+    """Wait for a publication for `uri`, later than the first `after`, equal to `expected`."""
+    def found():
+        later = session.published_for(uri)[after:]
+        return any(summaries(p.diagnostics) == expected for p in later)
+
+    try:
+        await session.wait_until(found, f"republished diagnostics {expected}", timeout=10)
+    except AssertionError:
+        got = [summaries(p.diagnostics) for p in session.published_for(uri)[after:]]
+        raise AssertionError(f"expected a republication {expected}, got {got}") from None
+    last = session.published_for(uri)[-1]
+    assert last.version == session.versions[uri]
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["direct", "gpuAsyncLsp"])
+async def test_settings_strict_initialization_options_reports_every_function(start_server,
+                                                                             uri, nested):
+    session = await start_server("vscode", initialization_options=wrap({"strict": True}, nested),
+                                 settings={"strict": True})
+    assert summaries(await session.open_and_wait(uri, DOC)) == STRICT
+
+
+async def test_settings_default_scope_reports_only_functions_with_work(start_server, uri):
+    session = await start_server("neovim")
+    assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["direct", "gpuAsyncLsp"])
+async def test_settings_strict_did_change_configuration_republishes(start_server, uri, nested):
+    session = await start_server("vscode")
+    assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
+    n = len(session.published_for(uri))
+    session.change_configuration({"strict": True}, nested=nested)
+    await republished(session, uri, STRICT, n)
+    n = len(session.published_for(uri))
+    session.change_configuration({"strict": False}, nested=nested)
+    await republished(session, uri, DEFAULT, n)
+
+
+async def test_settings_did_change_configuration_republishes_every_open_document(start_server):
+    session = await start_server("neovim")
+    uris = [f"file:///e2e/settings/open{i}.mlir" for i in range(3)]
+    for u in uris:
+        assert summaries(await session.open_and_wait(u, DOC)) == DEFAULT
+    counts = {u: len(session.published_for(u)) for u in uris}
+    session.change_configuration({"strict": True})
+    for u in uris:
+        await republished(session, u, STRICT, counts[u])
+
+
+async def test_settings_severity_override_initialization_options(start_server, uri):
+    session = await start_server(
+        "vscode",
+        initialization_options={"gpuAsyncLsp": {"severity": {
+            "pre-existing-wait": "warning", "sync-gpu-ops": "information"}}})
+    got = summaries(await session.open_and_wait(uri, DOC))
+    assert got == sorted([IN_G[:1] + (2,) + IN_G[2:], HINT_H[:1] + (3,) + HINT_H[2:]])
+
+
+async def test_settings_severity_override_did_change_configuration(start_server, uri):
+    session = await start_server("minimal")
+    assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
+    n = len(session.published_for(uri))
+    session.change_configuration({"severity": {"pre-existing-wait": "hint"}, "strict": True},
+                                 nested=False)
+    await republished(session, uri, sorted([
+        ONLY_A_WAIT[:1] + (4,) + ONLY_A_WAIT[2:], IN_G[:1] + (4,) + IN_G[2:], HINT_H]), n)
+    n = len(session.published_for(uri))
+    session.change_configuration({"severity": {"sync-gpu-ops": "error"}})
+    await republished(session, uri, sorted([IN_G, HINT_H[:1] + (1,) + HINT_H[2:]]), n)
+
+
+INVALID = [
+    {"strict": "yes"},
+    {"severity": {"pre-existing-wait": "loud"}},
+    {"gpuAsyncLsp": {"strict": "yes"}},
+    {"gpuAsyncLsp": {"severity": {"pre-existing-wait": "loud"}}},
+    {"gpuAsyncLsp": {"severity": "loud"}},
+]
+INVALID_IDS = ["strict_yes", "severity_loud", "nested_strict_yes", "nested_severity_loud",
+               "nested_severity_not_a_map"]
+
+
+@pytest.mark.parametrize("options", INVALID, ids=INVALID_IDS)
+async def test_settings_invalid_initialization_options_one_warning_defaults(start_server, uri,
+                                                                             options):
+    session = await start_server("vscode", initialization_options=options)
+    assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
+    await session.round_trip()
+    await asyncio.sleep(0.2)
+    assert len(session.warnings) == 1, [m.message for m in session.client.messages]
+    assert session.warnings[0].message
+
+
+@pytest.mark.parametrize("settings", INVALID[:2], ids=INVALID_IDS[:2])
+@pytest.mark.parametrize("nested", [False, True], ids=["direct", "gpuAsyncLsp"])
+async def test_settings_invalid_did_change_configuration_one_warning_defaults(
+        start_server, uri, settings, nested):
+    session = await start_server("vscode", initialization_options={"strict": True},
+                                 settings={"strict": True})
+    assert summaries(await session.open_and_wait(uri, DOC)) == STRICT
+    assert session.warnings == []
+    n = len(session.published_for(uri))
+    session.change_configuration(settings, nested=nested)
+    await republished(session, uri, DEFAULT, n)
+    await session.round_trip()
+    await asyncio.sleep(0.2)
+    assert len(session.warnings) == 1, [m.message for m in session.client.messages]
