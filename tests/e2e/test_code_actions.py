@@ -140,6 +140,25 @@ async def test_code_actions_blocked_function_disabled_only_with_disabled_support
         (FIX_ALL, FIX_ALL_KIND, None)]
 
 
+async def test_code_actions_disabled_reason_is_first_blocker(server, uri):
+    text = """\
+func.func @two_blockers(%n: index, %dep: !gpu.async.token) {
+  %a = gpu.alloc (%n) : memref<?xf32>
+  %b, %t = gpu.alloc async [%dep] (%n) : memref<?xf32>
+  gpu.wait
+  return
+}
+"""
+    diagnostics = await server.open_and_wait(uri, text)
+    assert sorted(d.code for d in diagnostics) == ["already-async", "pre-existing-wait"]
+    actions = await server.code_actions(uri, diagnostics=diagnostics)
+    if has_disabled_support(server.client_name):
+        assert summary(actions) == [(title("@two_blockers"), "refactor.rewrite",
+                                     "'gpu.alloc' op is already async")]
+    else:
+        assert actions == []
+
+
 async def test_code_actions_range_in_one_function_without_its_hint_no_quickfix(server, uri):
     await server.open_and_wait(uri, DOC)
     rng = server.range_of(uri, "gpu.dealloc", after="func.func @g")

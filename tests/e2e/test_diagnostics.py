@@ -56,6 +56,20 @@ async def test_diagnostics_sync_gpu_ops_hint_on_function_name(server, uri):
     assert all(not d.related_information for d in diagnostics)
 
 
+@pytest.mark.parametrize("doc_uri, language_id", [
+    ("file:///e2e/language/host.mlir", "plaintext"),
+    ("file:///e2e/language/host.txt", "mlir"),
+    ("untitled:Untitled-1", "mlir"),
+], ids=["mlir_uri_other_language", "mlir_language_other_uri", "untitled_mlir"])
+async def test_diagnostics_mlir_language_or_uri_diagnosed(server, doc_uri, language_id):
+    """Language id `mlir` or a `*.mlir` URI is enough (issue 3, item 2)."""
+    uri = doc_uri.replace("e2e/", f"e2e/{server.client_name}/").replace(
+        "Untitled-1", f"Untitled-{server.client_name}")
+    server.open(uri, WAIT_DOC, language_id=language_id)
+    diagnostics = (await server.wait_diagnostics(uri, 1)).diagnostics
+    assert [d.code for d in diagnostics] == ["pre-existing-wait"]
+
+
 async def test_diagnostics_version_is_the_opened_version(server, uri):
     server.open(uri, SYNC_DOC, version=7)
     published = await server.wait_diagnostics(uri, 7)
@@ -78,6 +92,32 @@ async def test_diagnostics_close_publishes_empty_list(server, uri):
     server.close(uri)
     await server.wait_cleared(uri)
     assert list(server.published_for(uri)[-1].diagnostics) == []
+
+
+STRAY_TOKENS = """\
+module {
+  module @outer {
+    func.func @in_outer(%n: index) {
+      %a = gpu.alloc (%n) : memref<?xf32>
+      return
+    }
+ oops} {
+  }
+}
+"""
+
+
+async def test_diagnostics_stray_tokens_after_function_same_as_check(server, uri):
+    """Stray text closing a nested module early (what a half-finished edit leaves): the
+    server reports what `check` reports on the same buffer, here @in_outer's hint."""
+    diagnostics = await server.open_and_wait(uri, STRAY_TOKENS)
+    enc = server.encoding
+    expected = sorted((f.code, int(f.severity), f.message,
+                       _pos(STRAY_TOKENS, f.start, enc) + _pos(STRAY_TOKENS, f.end, enc))
+                      for f in analyze(STRAY_TOKENS).findings)
+    assert ("sync-gpu-ops", 4, "1 GPU op in @in_outer runs synchronously",
+            (2, 14, 2, 23)) in expected
+    assert sorted(diag_summary(d) for d in diagnostics) == expected
 
 
 async def test_diagnostics_every_fixture_match_check_findings(server):

@@ -124,3 +124,79 @@ async def test_incremental_code_action_right_after_change_sees_the_change(server
     actions = await server.code_actions(uri, diagnostics=[])
     [fix_all] = [a for a in actions if a.title == FIX_ALL]
     assert server.applied(fix_all, uri) == check_fix(server.texts[uri])
+
+
+# -- incremental analysis equals a fresh analysis -----------------------------------------------
+
+def _summaries(diagnostics) -> list[tuple]:
+    return sorted(diag_summary(d) for d in diagnostics)
+
+
+async def _fresh(session, text: str, tag: str) -> list[tuple]:
+    """The diagnostics of `text` opened as a new document in the same server."""
+    fresh_uri = f"file:///e2e/fresh/{tag}-{len(session.texts)}.mlir"
+    diagnostics = await session.open_and_wait(fresh_uri, text)
+    session.close(fresh_uri)
+    return _summaries(diagnostics)
+
+
+BRACES_IN_COMMENT = """\
+func.func @f(%n: index) {
+  // a comment {{with braces}}
+  %a = gpu.alloc (%n) : memref<?xf32>
+  return
+}
+func.func @g(%n: index) {
+  %b = gpu.alloc (%n) : memref<?xf32>
+  return
+}
+"""
+
+
+async def test_incremental_newline_in_comment_frees_braces_same_as_fresh_open(server, uri):
+    """Enter inside a comment moves its `}}` into code: @f now ends at the first brace, the
+    second is unexpected, and so is @f's old closing brace on line 5. The diagnostics after
+    the edit are those of the new text opened afresh."""
+    await server.open_and_wait(uri, BRACES_IN_COMMENT)
+    at = BRACES_IN_COMMENT.index("braces}}") + len("braces")
+    server.replace(uri, at, at, "\n")
+    after_edit = _summaries((await server.wait_diagnostics(uri)).diagnostics)
+    fresh = await _fresh(server, server.texts[uri], "braces")
+    assert ("syntax", 1, "unexpected '}'", (5, 0, 5, 1)) in fresh
+    assert after_edit == fresh
+
+
+SNIPPETS = ["  gpu.wait\n", "}", "{", "\n// -----\n", "  %z = gpu.alloc (%n) : memref<?xf32>\n",
+            "x", "@", "\n", "🚀 ", "\r\n", '"', "  scf.if %c {\n",
+            "func.func @new(%n: index) {\n  %q = gpu.alloc (%n) : memref<?xf32>\n  return\n}\n"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_incremental_random_edits_same_as_fresh_open(shared_servers, seed):
+    """40 seeded random edits (insertions of MLIR fragments, braces, split markers, CRLF and
+    non-ASCII text; deletions) on golden fixtures: after each, the published diagnostics are
+    those of the same text opened afresh. Whatever the server reuses between versions must not
+    show."""
+    import random
+
+    from tests.e2e.conftest import fixture_text
+
+    session = await shared_servers("neovim")  # UTF-8 columns: the most conversions
+    rnd = random.Random(seed)
+    base = "\n// -----\n".join(fixture_text(name) for name in (
+        "scf_regions.mlir", "nested_modules.mlir", "multi_block.mlir", "pre_existing_wait.mlir"))
+    uri = f"file:///e2e/random-edits/{seed}.mlir"
+    await session.open_and_wait(uri, base)
+    for step in range(40):
+        text = session.texts[uri]
+        start = rnd.randrange(len(text) + 1)
+        if rnd.random() < 0.55:
+            session.replace(uri, start, start, rnd.choice(SNIPPETS))
+        else:
+            session.replace(uri, start, min(len(text), start + rnd.randrange(1, 40)), "")
+        after_edit = _summaries((await session.wait_diagnostics(uri)).diagnostics)
+        fresh = await _fresh(session, session.texts[uri], f"{seed}-{step}")
+        assert after_edit == fresh, (
+            f"seed {seed}, edit {step} (version {session.versions[uri]}): only after edits "
+            f"{[d for d in after_edit if d not in fresh]}, only fresh "
+            f"{[d for d in fresh if d not in after_edit]}")

@@ -153,3 +153,18 @@ async def test_settings_invalid_did_change_configuration_one_warning_defaults(
     await session.round_trip()
     await asyncio.sleep(0.2)
     assert len(session.warnings) == 1, [m.message for m in session.client.messages]
+
+
+async def test_settings_severity_override_quickfix_still_offered(start_server, uri):
+    """The client sends back the hint as published, with its overridden severity: it is still
+    recognised as the function's sync-gpu-ops diagnostic."""
+    session = await start_server("vscode", initialization_options={
+        "severity": {"sync-gpu-ops": "warning"}})
+    diagnostics = await session.open_and_wait(uri, DOC)
+    [hint] = [d for d in diagnostics if d.code == "sync-gpu-ops"]
+    assert hint.severity == 2
+    actions = await session.code_actions(uri, hint.range, [hint])
+    quickfixes = [a for a in actions if a.kind == "quickfix"]
+    assert [(a.title, a.is_preferred) for a in quickfixes] == [
+        ("Make GPU ops in @h asynchronous", True)]
+    assert [diag_summary(d) for d in quickfixes[0].diagnostics] == [diag_summary(hint)]
