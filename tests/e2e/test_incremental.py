@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tests.e2e.lsp_session import check_fix, diag_summary, rng
+from tests.e2e.lsp_session import check_fix, diag_summary, line_starts, rng
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -200,3 +200,50 @@ async def test_incremental_random_edits_same_as_fresh_open(shared_servers, seed)
             f"seed {seed}, edit {step} (version {session.versions[uri]}): only after edits "
             f"{[d for d in after_edit if d not in fresh]}, only fresh "
             f"{[d for d in fresh if d not in after_edit]}")
+
+
+LINE_SNIPPETS = ["  gpu.wait\n", "\n", "  %z = gpu.alloc (%n) : memref<?xf32>\n",
+                 "  gpu.memset %buf, %x : memref<?xf32>, f32\n", "  // 🚀 größe\r\n",
+                 "  %k = arith.constant 1 : index\n", "  func.call @ext() : () -> ()\n"]
+
+
+@pytest.mark.parametrize("client_name", ["vscode", "neovim"])
+async def test_incremental_random_line_edits_fix_all_equals_check_fix(shared_servers,
+                                                                      client_name):
+    """12 seeded whole-line insertions and deletions in host code: after each that leaves the
+    text free of syntax errors, the whole-file action (versioned for VS Code) gives
+    `check --fix` of the current text. (`check --fix` never rewrites a buffer with a syntax
+    error, while the server keeps the actions of the other chunks: SPEC 4 and 6.)"""
+    import random
+
+    from gpu_async_lsp.async_region import analyze
+
+    from tests.e2e.conftest import fixture_text
+
+    session = await shared_servers(client_name)
+    rnd = random.Random(7)
+    base = "\n// -----\n".join(fixture_text(name) for name in (
+        "side_effects.mlir", "multi_block.mlir", "non_ascii.mlir", "layout.mlir"))
+    uri = f"file:///e2e/random-line-edits/{client_name}.mlir"
+    await session.open_and_wait(uri, base)
+    for step in range(12):
+        text = session.texts[uri]
+        starts = line_starts(text)[:-1]
+        if rnd.random() < 0.7:
+            at = rnd.choice(starts)
+            session.replace(uri, at, at, rnd.choice(LINE_SNIPPETS))
+        else:  # delete a line that holds no brace (an op, a comment, a blank line)
+            at = rnd.choice([i for i in starts
+                             if not set(text[i:text.index("\n", i)]) & set("{}")])
+            session.replace(uri, at, text.index("\n", at) + 1, "")
+        await session.wait_diagnostics(uri)
+        fix_all = [a for a in await session.code_actions(uri)
+                   if a.kind == "source.fixAll.gpuAsync"]
+        if analyze(session.texts[uri]).has_syntax_errors:
+            continue
+        expected = check_fix(session.texts[uri])
+        if expected == session.texts[uri]:
+            assert fix_all == [], f"edit {step}: a whole-file action that changes nothing"
+            continue
+        assert len(fix_all) == 1, f"edit {step}: {[a.title for a in fix_all]}"
+        assert session.applied(fix_all[0], uri) == expected, f"edit {step}"
