@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import functools
 import json
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -128,14 +129,34 @@ def apply_text_edits(text: str, edits: Iterable[types.TextEdit], encoding: str) 
 
 # -- the reference: the CLI -------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=256)
+_CHECK_FIX: dict[str, str] = {}
+_CLI = [sys.executable, "-m", "gpu_async_lsp", "check", "--fix"]
+
+
 def check_fix(text: str) -> str:
     """What `gpu-async-lsp check --fix -` writes for `text` (the whole rewritten buffer)."""
-    proc = subprocess.run([sys.executable, "-m", "gpu_async_lsp", "check", "--fix", "-"],
-                          input=text.encode("utf-8", "surrogatepass"), capture_output=True,
-                          timeout=120)
-    assert proc.returncode in (0, 1), proc.stderr.decode("utf-8", "replace")
-    return proc.stdout.decode("utf-8", "surrogatepass")
+    if text not in _CHECK_FIX:
+        proc = subprocess.run([*_CLI, "-"], input=text.encode("utf-8", "surrogatepass"),
+                              capture_output=True, timeout=120)
+        assert proc.returncode in (0, 1), proc.stderr.decode("utf-8", "replace")
+        _CHECK_FIX[text] = proc.stdout.decode("utf-8", "surrogatepass")
+    return _CHECK_FIX[text]
+
+
+def prefetch_check_fix(texts: Iterable[str]) -> None:
+    """`check --fix` of many texts in one run of the CLI, as files of one directory (the same
+    rewrite as on stdin; a file with syntax errors is left as it is, like stdin's buffer)."""
+    todo = [t for t in dict.fromkeys(texts) if t not in _CHECK_FIX]
+    if not todo:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [Path(tmp, f"{i:04d}.mlir") for i in range(len(todo))]
+        for path, text in zip(paths, todo):
+            path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        proc = subprocess.run([*_CLI, tmp], capture_output=True, timeout=300)
+        assert proc.returncode in (0, 1), proc.stderr.decode("utf-8", "replace")
+        for path, text in zip(paths, todo):
+            _CHECK_FIX[text] = path.read_bytes().decode("utf-8", "surrogatepass")
 
 
 def fix_function(text: str, name: str) -> str:

@@ -11,7 +11,7 @@ from lsprotocol import types
 
 from tests.e2e.clients import has_disabled_support, has_document_changes
 from tests.e2e.conftest import fixture_text
-from tests.e2e.lsp_session import check_fix, diag_summary, fix_function
+from tests.e2e.lsp_session import check_fix, diag_summary, fix_function, prefetch_check_fix
 from tests.mlir_tools import PASS_PIPELINE, mlir_opt, require_mlir_opt
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -215,6 +215,7 @@ async def test_code_actions_every_golden_fixture_fix_all_equals_check_fix(server
     fixtures = Path(__file__).resolve().parent.parent / "fixtures"
     names = sorted(p.name.replace(".expected", "") for p in fixtures.glob("*.expected.mlir"))
     assert len(names) > 10
+    prefetch_check_fix(fixture_text(name) for name in names)
     wrong = []
     for name in names:
         text = fixture_text(name)

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tests.e2e.lsp_session import check_fix, diag_summary, line_starts, rng
+from tests.e2e.lsp_session import check_fix, diag_summary, line_starts, prefetch_check_fix, rng
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -207,41 +207,54 @@ LINE_SNIPPETS = ["  gpu.wait\n", "\n", "  %z = gpu.alloc (%n) : memref<?xf32>\n"
                  "  %k = arith.constant 1 : index\n", "  func.call @ext() : () -> ()\n"]
 
 
-@pytest.mark.parametrize("client_name", ["vscode", "neovim"])
-async def test_incremental_random_line_edits_fix_all_equals_check_fix(shared_servers,
-                                                                      client_name):
-    """12 seeded whole-line insertions and deletions in host code: after each that leaves the
-    text free of syntax errors, the whole-file action (versioned for VS Code) gives
-    `check --fix` of the current text. (`check --fix` never rewrites a buffer with a syntax
-    error, while the server keeps the actions of the other chunks: SPEC 4 and 6.)"""
+def _line_edits(text: str, seed: int, count: int) -> list[tuple[int, int, str]]:
+    """`count` seeded whole-line edits (start, end, new text), each on the text the ones
+    before it left: insertions of LINE_SNIPPETS, deletions of lines without braces."""
     import random
 
-    from gpu_async_lsp.async_region import analyze
-
-    from tests.e2e.conftest import fixture_text
-
-    session = await shared_servers(client_name)
-    rnd = random.Random(7)
-    base = "\n// -----\n".join(fixture_text(name) for name in (
-        "side_effects.mlir", "multi_block.mlir", "non_ascii.mlir", "layout.mlir"))
-    uri = f"file:///e2e/random-line-edits/{client_name}.mlir"
-    await session.open_and_wait(uri, base)
-    for step in range(12):
-        text = session.texts[uri]
+    rnd = random.Random(seed)
+    edits = []
+    for _ in range(count):
         starts = line_starts(text)[:-1]
         if rnd.random() < 0.7:
             at = rnd.choice(starts)
-            session.replace(uri, at, at, rnd.choice(LINE_SNIPPETS))
-        else:  # delete a line that holds no brace (an op, a comment, a blank line)
+            edit = (at, at, rnd.choice(LINE_SNIPPETS))
+        else:  # a line that holds no brace: an op, a comment, a blank line
             at = rnd.choice([i for i in starts
                              if not set(text[i:text.index("\n", i)]) & set("{}")])
-            session.replace(uri, at, text.index("\n", at) + 1, "")
+            edit = (at, text.index("\n", at) + 1, "")
+        edits.append(edit)
+        text = text[:edit[0]] + edit[2] + text[edit[1]:]
+    return edits
+
+
+@pytest.mark.parametrize("client_name", ["vscode", "neovim"])
+async def test_incremental_random_line_edits_fix_all_equals_check_fix(shared_servers,
+                                                                      client_name):
+    """12 seeded whole-line insertions and deletions in host code: after each, the whole-file
+    action (versioned for VS Code) gives `check --fix` of the current text, and none is
+    offered when `check --fix` changes nothing."""
+    from gpu_async_lsp.async_region import analyze
+    from tests.e2e.conftest import fixture_text
+
+    session = await shared_servers(client_name)
+    base = "\n// -----\n".join(fixture_text(name) for name in (
+        "side_effects.mlir", "multi_block.mlir", "non_ascii.mlir", "layout.mlir"))
+    edits = _line_edits(base, seed=7, count=12)
+    texts = [base]
+    for start, end, new_text in edits:
+        texts.append(texts[-1][:start] + new_text + texts[-1][end:])
+    assert not any(analyze(t).has_syntax_errors for t in texts)
+    prefetch_check_fix(texts)
+    uri = f"file:///e2e/random-line-edits/{client_name}.mlir"
+    await session.open_and_wait(uri, base)
+    for step, (start, end, new_text) in enumerate(edits):
+        session.replace(uri, start, end, new_text)
+        assert session.texts[uri] == texts[step + 1]
         await session.wait_diagnostics(uri)
+        expected = check_fix(session.texts[uri])
         fix_all = [a for a in await session.code_actions(uri)
                    if a.kind == "source.fixAll.gpuAsync"]
-        if analyze(session.texts[uri]).has_syntax_errors:
-            continue
-        expected = check_fix(session.texts[uri])
         if expected == session.texts[uri]:
             assert fix_all == [], f"edit {step}: a whole-file action that changes nothing"
             continue

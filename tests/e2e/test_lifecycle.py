@@ -34,8 +34,9 @@ async def test_initialize_capabilities_match_contract(server):
 
 
 @pytest.mark.parametrize("client_name", [*MAIN_CLIENTS, "eglot"])
-async def test_initialize_position_encoding_first_supported_of_client(start_server, client_name):
-    session = await start_server(client_name)
+async def test_initialize_position_encoding_first_supported_of_client(shared_servers,
+                                                                      client_name):
+    session = await shared_servers(client_name)
     assert session.result.capabilities.position_encoding == ENCODING[client_name]
 
 

@@ -104,7 +104,7 @@ async def test_robustness_malformed_request_params_answered_with_error(shared_se
     await session.open_and_wait(uri, DOC)
     params = {"textDocument": {"uri": uri}, **params}
     with pytest.raises(JsonRpcException):
-        await session.raw_request("textDocument/codeAction", json.dumps(params), timeout=3)
+        await session.raw_request("textDocument/codeAction", json.dumps(params), timeout=2)
     await still_serving(session)
 
 

@@ -139,8 +139,8 @@ async def test_settings_invalid_initialization_options_one_warning_defaults(star
     assert session.warnings[0].message
 
 
-@pytest.mark.parametrize("settings", INVALID[:2], ids=INVALID_IDS[:2])
-@pytest.mark.parametrize("nested", [False, True], ids=["direct", "gpuAsyncLsp"])
+@pytest.mark.parametrize("settings, nested", [(INVALID[0], False), (INVALID[1], True)],
+                         ids=["direct_strict_yes", "gpuAsyncLsp_severity_loud"])
 async def test_settings_invalid_did_change_configuration_one_warning_defaults(
         start_server, uri, settings, nested):
     session = await start_server("vscode", initialization_options={"strict": True},
