@@ -238,6 +238,11 @@ class Analyzer:
             return None
         if _STRUCTURAL.search(old, start, old_end) or _STRUCTURAL.search(text, start, new_end):
             return None
+        # A comment or string on the edited lines can change extent with the edit.
+        line_begin = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", new_end)
+        if _CONTEXT.search(text, line_begin, len(text) if line_end < 0 else line_end):
+            return None
         delta = new_end - old_end
         new_source = text[unit.base:unit.end + delta]
         placed = previous.units[:k]
@@ -266,7 +271,8 @@ class Analyzer:
 
 # What an edit may not touch for the unit layout to stay: braces, quotes (strings hold braces),
 # slashes (comments and `// -----` markers).
-_STRUCTURAL = re.compile(r'[{}"/]')
+_STRUCTURAL = re.compile(r'[{}"/\\\n\r]')
+_CONTEXT = re.compile(r'["/\\]')
 
 
 def changed_span(old: str, new: str) -> tuple[int, int, int]:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCNotification, JsonRPCProtocol, LanguageServerProtocol
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
@@ -32,6 +33,7 @@ log = logging.getLogger("gpu_async_lsp.server")
 FIX_ALL_KIND = "source.fixAll.gpuAsync"
 CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite, FIX_ALL_KIND]
 ANALYSIS_TIMEOUT = 120.0
+_IGNORED = "$/gpuAsyncLsp/invalidMessage"  # what an unreadable message becomes
 
 
 @dataclass
@@ -67,6 +69,19 @@ class _Protocol(LanguageServerProtocol):
     no lsprotocol objects and no cattrs pass over thousands of diagnostics of a 50k-line file
     (json.dumps of plain values: ~6 ms, through cattrs: ~20 ms, with lsprotocol objects
     ~50 ms). Everything else goes through pygls as usual."""
+
+    def structure_message(self, data):
+        """pygls raises when a request's params do not fit its method (a negative position,
+        a missing field) and the request then goes unanswered; answer it with the JSON-RPC
+        error instead, and keep serving."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                log.warning("invalid params for %s", data.get("method"))
+                self._send_response(data["id"], error=error.to_response_error())
+            return JsonRPCNotification(method=_IGNORED, params=None,
+                                       jsonrpc=JsonRPCProtocol.VERSION)
 
     def publish_diagnostics_json(self, params: dict) -> None:
         self.send_json_text(json.dumps({"jsonrpc": JsonRPCProtocol.VERSION,

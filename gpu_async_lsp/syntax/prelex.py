@@ -87,7 +87,7 @@ class _Frame:
     """A region (or the unit's top level): where ops start."""
 
     __slots__ = ("dialect", "paren", "in_op", "mode", "op_name", "generic", "top", "attr_depth",
-                 "label", "deps_seen")
+                 "label", "deps_seen", "after_region")
 
     def __init__(self, dialect: str | None, top: bool):
         self.dialect = dialect
@@ -100,6 +100,7 @@ class _Frame:
         self.generic = False
         self.label = False  # reading a block label's argument list
         self.deps_seen = False  # the `[` of an async clause was read
+        self.after_region = False  # the last token closed a region of the current op
 
 
 def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
@@ -138,6 +139,12 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
         t = raw[i]
         kind = t.kind
         f = frames[-1]
+        if f.after_region:
+            # An op whose region closed ends at the end of that line: what comes on a new
+            # line is the next op (`} else {` and `}) : ...` go on on the brace's line).
+            f.after_region = False
+            if t.line_start and f.paren == 0 and f.attr_depth == 0 and not f.label:
+                f.in_op = False
 
         if kind == "line" or kind == "gpuline":
             qualified = _packable(raw, i, f)
@@ -196,10 +203,8 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
                     i += 1
                     continue
                 if not f.in_op:
-                    # Not an op where one must start: let the grammar report it.
-                    f.in_op = True
-                    f.op_name = None
-                    f.mode = _BODY
+                    flush()
+                    raise _not_an_op(t.text, t.name_start, t.name_end)
             if f.mode != _BODY or f.label or f.attr_depth:
                 raw[i:i + 1] = tokenize(text, t.start, t.end)
                 n = len(raw)
@@ -245,15 +250,8 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
                     i = started
                     continue
                 if not f.in_op:
-                    # Not an op where one must start: let the grammar report it.
-                    if body_start < 0:
-                        body_start = t.start
-                    body_end = t.end
-                    f.in_op = True
-                    f.op_name = None
-                    f.mode = _BODY
-                    i += 1
-                    continue
+                    flush()
+                    raise _not_an_op(t.text, t.start, t.end)
 
         # ---- inside an op ---------------------------------------------------------------------
         if f.label:
@@ -703,12 +701,20 @@ def _count_paren(f: _Frame, t) -> None:
             raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
 
 
+def _not_an_op(text: str, start: int, end: int) -> PrelexError:
+    """Where an op must start and none does (MLIR's wording for an unknown bare name)."""
+    if text[:1].isalpha() or text[:1] == "_":
+        return PrelexError(f"custom op '{text}' is unknown", start, end)
+    return PrelexError(f"expected an operation, found '{text[:40]}'", start, end)
+
+
 def _close_region(frames: list[_Frame], t, out: list) -> None:
     """The `}` closing the innermost region (none is open at a unit's top level)."""
     if frames[-1].top:
         raise PrelexError("unexpected '}'", t.start, t.end)
     out.append(_tok("RBRACE", "}", t.start, t.end))
     frames.pop()
+    frames[-1].after_region = True
 
 
 def _strong_start(raw: list, i: int, f: _Frame) -> bool:
