@@ -108,6 +108,7 @@ class GpuAsyncServer(LanguageServer):
         self.settings = Settings()
         self.analyzer = Analyzer()
         self.docs: dict[str, DocState] = {}
+        self.ignored: set[str] = set()  # open documents that are not MLIR
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analysis")
 
     # -- settings --------------------------------------------------------------------------
@@ -211,7 +212,7 @@ class GpuAsyncServer(LanguageServer):
     async def analysis_of(self, uri: str) -> DocState | None:
         """The document's state with the analysis of its current version."""
         doc = self.current(uri)
-        if doc is None:
+        if doc is None or uri in self.ignored:
             return None
         state = self.docs.get(uri)
         if state is None:
@@ -310,11 +311,17 @@ def build_server() -> GpuAsyncServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GpuAsyncServer, params: lsp.DidOpenTextDocumentParams):
-        ls.schedule(params.text_document.uri)
+        doc = params.text_document
+        if doc.language_id == "mlir" or doc.uri.lower().endswith(".mlir"):
+            ls.ignored.discard(doc.uri)
+            ls.schedule(doc.uri)
+        else:  # not MLIR: a client that sends everything gets no findings for it
+            ls.ignored.add(doc.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GpuAsyncServer, params: lsp.DidChangeTextDocumentParams):
-        ls.schedule(params.text_document.uri)
+        if params.text_document.uri not in ls.ignored:
+            ls.schedule(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GpuAsyncServer, params: lsp.DidSaveTextDocumentParams):
@@ -323,6 +330,9 @@ def build_server() -> GpuAsyncServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GpuAsyncServer, params: lsp.DidCloseTextDocumentParams):
         uri = params.text_document.uri
+        if uri in ls.ignored:
+            ls.ignored.discard(uri)
+            return
         state = ls.docs.pop(uri, None)
         if state is not None:
             state.closed = True

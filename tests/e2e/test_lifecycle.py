@@ -67,3 +67,18 @@ async def test_shutdown_answers_null_before_exit(start_server):
     session.client.exit(None)
     await asyncio.wait_for(session.process.wait(), 5.0)
 
+
+
+async def test_lifecycle_document_of_another_language_gets_no_diagnostics(shared_servers):
+    """Only `mlir` documents (or *.mlir URIs) are analysed: a client that sends every buffer
+    gets nothing for the others, and no code actions."""
+    session = await shared_servers("neovim")
+    uri = "file:///e2e/lifecycle/notes.txt"
+    session.client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=uri, language_id="plaintext", version=1,
+                               text="gpu.wait\n}}} not mlir")))
+    mlir_uri = "file:///e2e/lifecycle/after.mlir"
+    await session.open_and_wait(mlir_uri, "func.func @f() {\n  return\n}\n")
+    assert uri not in session.client.diagnostics
+    assert await session.code_actions(uri, types.Range(types.Position(0, 0),
+                                                       types.Position(1, 0))) in ([], None)
