@@ -287,32 +287,24 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
         # _BODY mode
         if kind == "{":
             if f.attr_depth or not _opens_region(raw, i, f):
-                f.attr_depth += 1
-                if body_start < 0:
-                    body_start = t.start
-                body_end = t.end
+                f.attr_depth += 1  # a brace of an attribute dictionary: part of the body
+            else:
+                flush()
+                out.append(_tok("LBRACE_REGION", "{", t.start, t.end))
+                # MLIR pushes the owner's OpAsmOpInterface::getDefaultDialect(), "" for others.
+                frames.append(_Frame(DEFAULT_DIALECT.get(f.op_name or ""), False))
                 i += 1
                 continue
-            flush()
-            out.append(_tok("LBRACE_REGION", "{", t.start, t.end))
-            # MLIR pushes the owner's OpAsmOpInterface::getDefaultDialect(), "" for others.
-            frames.append(_Frame(DEFAULT_DIALECT.get(f.op_name or ""), False))
-            i += 1
-            continue
-        if kind == "}":
+        elif kind == "}":
             if f.attr_depth:
-                f.attr_depth -= 1
-                if body_start < 0:
-                    body_start = t.start
-                body_end = t.end
+                f.attr_depth -= 1  # closes an attribute dictionary: part of the body
+            else:
+                flush()
+                if f.paren:
+                    raise PrelexError("expected ')' before '}'", t.start, t.end)
+                _close_region(frames, t, out)
                 i += 1
                 continue
-            flush()
-            if f.paren:
-                raise PrelexError("expected ')' before '}'", t.start, t.end)
-            _close_region(frames, t, out)
-            i += 1
-            continue
         if f.attr_depth == 0:
             _count_paren(f, t)
         if body_start < 0:

@@ -14,12 +14,19 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "gpu_async_lsp"
 
 
-def test_wheel_built_from_checkout_contains_grammar(tmp_path):
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel `python -m build` makes of this checkout (built once for these tests)."""
+    out = tmp_path_factory.mktemp("dist")
     proc = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path)],
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (wheel,) = tmp_path.glob("gpu_async_lsp-*.whl")
+    (built,) = out.glob("gpu_async_lsp-*.whl")
+    return built
+
+
+def test_wheel_built_from_checkout_contains_grammar(wheel):
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         assert "gpu_async_lsp/grammar/mlir.lark" in names
@@ -29,13 +36,8 @@ def test_wheel_built_from_checkout_contains_grammar(tmp_path):
     assert shipped == (ROOT / "grammar" / "mlir.lark").read_text()
 
 
-def test_grammar_found_from_installed_wheel_parses(tmp_path):
+def test_grammar_found_from_installed_wheel_parses(wheel, tmp_path):
     """Install the wheel's files apart from the checkout and parse with them."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (wheel,) = tmp_path.glob("gpu_async_lsp-*.whl")
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
