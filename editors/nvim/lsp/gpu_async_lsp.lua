@@ -1,0 +1,32 @@
+-- gpu-async-lsp for Neovim 0.11+: put editors/nvim on 'runtimepath', then
+--
+--   vim.lsp.enable('gpu_async_lsp')
+--
+-- Override any field with vim.lsp.config (merged into this table), e.g. a server installed in a
+-- virtual environment that is not on $PATH:
+--
+--   vim.lsp.config('gpu_async_lsp', { cmd = { '/path/to/venv/bin/gpu-async-lsp' } })
+--   -- or: cmd = { '/path/to/venv/bin/python', '-m', 'gpu_async_lsp' }
+--
+-- and strict mode (report blockers in every func.func, as the pass would fail):
+--
+--   vim.lsp.config('gpu_async_lsp', { settings = { gpuAsyncLsp = { strict = true } } })
+---@type vim.lsp.Config
+return {
+  cmd = { 'gpu-async-lsp' },
+  filetypes = { 'mlir' },
+  root_markers = { '.git' },
+  -- Sent with workspace/didChangeConfiguration after start-up (the server accepts the object
+  -- itself or under "gpuAsyncLsp").
+  settings = { gpuAsyncLsp = { strict = false } },
+  init_options = { strict = false },
+  -- One source of truth: initializationOptions follow `settings`, so setting strict there is
+  -- enough (otherwise the server would first analyse with init_options' value).
+  before_init = function(params, config)
+    local s = config.settings and config.settings.gpuAsyncLsp
+    if type(s) == 'table' then
+      params.initializationOptions =
+        vim.tbl_deep_extend('force', params.initializationOptions or {}, s)
+    end
+  end,
+}
