@@ -14,7 +14,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.e2e.lsp_session import Session, check_fix, line_starts, rng
+from tests.e2e.lsp_session import Session, check_fix, diag_summary, line_starts, rng
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -128,6 +128,33 @@ async def test_robustness_malformed_change_range_then_recovers(shared_servers, c
     diagnostics = (await session.wait_diagnostics(uri, version)).diagnostics
     assert [(d.code, d.range) for d in diagnostics] == [("pre-existing-wait", rng(3, 2, 3, 10))]
     await still_serving(session)
+
+
+CRLF_DOC = DOC.replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize("bad_range, new_text", [
+    (rng(0, 35, 1, 0), ""),
+    (rng(0, 35, 0, 35), "  "),
+], ids=["delete_from_inside_crlf", "insert_inside_crlf"])
+async def test_robustness_change_column_inside_crlf_clamped_to_line_end(shared_servers, uri,
+                                                                        bad_range, new_text):
+    """Line 0 has 34 characters before its CRLF: column 35 points between CR and LF. LSP 3.17
+    (Position): a column past the line's length means the line's end, so the change applies
+    before the CR, as it does for any larger column (the server's text.py says the same)."""
+    session = await shared_servers("vscode")
+    await session.open_and_wait(uri, CRLF_DOC)
+    assert CRLF_DOC.index("\r") == 34
+    session.change(uri, [(bad_range, new_text)])  # the client's copy clamps
+    assert "\r\n" in session.texts[uri] and "\r\r" not in session.texts[uri]
+    after_edit = sorted(diag_summary(d) for d in (await session.wait_diagnostics(uri)).diagnostics)
+    fresh_uri = uri.replace(".mlir", "-fresh.mlir")
+    fresh = sorted(diag_summary(d) for d in await session.open_and_wait(fresh_uri,
+                                                                        session.texts[uri]))
+    assert after_edit == fresh
+    actions = await session.code_actions(uri)
+    [fix_all] = [a for a in actions if a.title == FIX_ALL]
+    assert session.applied(fix_all, uri) == check_fix(session.texts[uri])
 
 
 async def test_robustness_change_and_close_of_unknown_uri_ignored(shared_servers):
