@@ -130,6 +130,24 @@ async def test_robustness_malformed_change_range_then_recovers(shared_servers, c
     await still_serving(session)
 
 
+async def test_robustness_change_column_inside_a_character_then_recovers(shared_servers,
+                                                                        client_name, uri):
+    """Columns 4..6 of "// 🚀🚀" split an emoji in UTF-16 and in UTF-8: the server answers
+    sanely, and a whole-document change afterwards is taken as is."""
+    session = await shared_servers(client_name)
+    text = "// 🚀🚀\n" + DOC
+    await session.open_and_wait(uri, text)
+    session.client.text_document_did_change(types.DidChangeTextDocumentParams(
+        types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        [types.TextDocumentContentChangePartial(range=rng(0, 4, 0, 6), text="x")]))
+    await session.round_trip()
+    session.versions[uri] = 2
+    version = session.change(uri, [(None, text.replace("  return", "  gpu.wait\n  return"))])
+    diagnostics = (await session.wait_diagnostics(uri, version)).diagnostics
+    assert [(d.code, d.range) for d in diagnostics] == [("pre-existing-wait", rng(4, 2, 4, 10))]
+    await still_serving(session)
+
+
 CRLF_DOC = DOC.replace("\n", "\r\n")
 
 
