@@ -54,10 +54,12 @@ vim.opt.runtimepath:prepend(P.editor_dir)
 if vim.lsp.log and vim.lsp.log.set_level then vim.lsp.log.set_level('debug')
 else vim.lsp.set_log_level('debug') end
 if P.mode == 'enable' then
-  vim.lsp.config('gpu_async_lsp', { cmd = P.cmd })
+  local config = { cmd = P.cmd }
+  if P.strict then config.settings = { gpuAsyncLsp = { strict = true } } end
+  vim.lsp.config('gpu_async_lsp', config)
   vim.lsp.enable('gpu_async_lsp')
 else
-  require('gpu_async_lsp').setup({ cmd = P.cmd })
+  require('gpu_async_lsp').setup({ cmd = P.cmd, strict = P.strict or nil })
 end
 """
 
@@ -99,7 +101,7 @@ local function run_file(spec)
   rec.offset_encoding = client.offset_encoding
   rec.client_name = client.name
   rec.cmd = client.config.cmd
-  rec.init_options = client.config.init_options
+  rec.settings = client.settings or client.config.settings
   rec.root_dir = client.root_dir or client.config.root_dir
   local ns = vim.lsp.diagnostic.get_namespace(client.id, false)
   local diags = {}
@@ -184,17 +186,17 @@ def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
                           text=True, timeout=60, cwd=ROOT, **kwargs)
 
 
-def _check_fix(path: Path, tmp: Path) -> str:
+def _check_fix(path: Path, tmp: Path, *flags: str) -> str:
     """What `gpu-async-lsp check --fix` makes of the file (run on a copy)."""
     copy = tmp / "fixed" / path.name
     copy.parent.mkdir(exist_ok=True)
     shutil.copyfile(path, copy)
-    _run(["check", "--fix", str(copy)])
+    _run(["check", "--fix", *flags, str(copy)])
     return copy.read_bytes().decode("utf-8")
 
 
-def _check_json(path: Path) -> list[dict]:
-    return json.loads(_run(["check", "--output-format", "json", str(path)]).stdout)
+def _check_json(path: Path, *flags: str) -> list[dict]:
+    return json.loads(_run(["check", "--output-format", "json", *flags, str(path)]).stdout)
 
 
 @pytest.fixture(scope="module")
@@ -205,14 +207,14 @@ def nvim() -> str:
     return NVIM
 
 
-def _drive(nvim: str, tmp: Path, mode: str, files: list[dict]) -> dict:
+def _drive(nvim: str, tmp: Path, mode: str, files: list[dict], strict: bool = False) -> dict:
     """Run Neovim headless on `files` (driver specs); the driver's JSON report."""
     for sub in ("config", "data", "state", "cache"):
         (tmp / "xdg" / sub).mkdir(parents=True, exist_ok=True)
     (tmp / "init.lua").write_text(INIT)
     (tmp / "driver.lua").write_text(DRIVER)
     out = tmp / "result.json"
-    params = {"editor_dir": str(EDITOR_DIR), "mode": mode,
+    params = {"editor_dir": str(EDITOR_DIR), "mode": mode, "strict": strict,
               "cmd": [sys.executable, "-m", "gpu_async_lsp"],
               "files": files, "out": str(out), "timeout_ms": TIMEOUT_MS}
     (tmp / "params.json").write_text(json.dumps(params))
@@ -267,7 +269,7 @@ def test_diagnostics_and_code_actions_in_neovim(nvim, tmp_path, mode):
         assert rec["filetype"] == "mlir"
         assert rec["cmd"] == [sys.executable, "-m", "gpu_async_lsp"]
         assert rec["offset_encoding"] == "utf-8"  # pygls picks Neovim's first choice
-        assert rec["init_options"]["strict"] is False
+        assert rec["settings"]["gpuAsyncLsp"]["strict"] is False
         assert rec["root_dir"] == str(project)  # found from the .git marker
         assert not rec["modified_after_write"]
         assert all(d["source"] == "gpu-async" for d in rec["diagnostics"])
@@ -296,3 +298,23 @@ def test_diagnostics_and_code_actions_in_neovim(nvim, tmp_path, mode):
         assert path.read_bytes().decode("utf-8") == text, path.name
     assert sync_file.read_text(encoding="utf-8") != (FIXTURES / "non_ascii.mlir").read_text(
         encoding="utf-8")
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_strict_mode_in_neovim(nvim, tmp_path, mode):
+    """strict = true from the user's config reaches the server: blockers in every func.func."""
+    path = tmp_path / "scope_strict.mlir"
+    shutil.copyfile(FIXTURES / "scope_strict.mlir", path)
+    expected = _check_fix(path, tmp_path, "--strict")
+    strict_findings = _check_json(path, "--strict")
+    assert len(strict_findings) > len(_check_json(path))  # the fixture tells the modes apart
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "fixall",
+         "title": "Make all GPU ops in this file asynchronous"},
+    ], strict=True)
+    (rec,) = result["files"]
+    assert rec["settings"]["gpuAsyncLsp"]["strict"] is True
+    assert sorted((d["lnum"] + 1, d["code"], d["message"]) for d in rec["diagnostics"]) \
+        == sorted((f["location"]["line"], f["code"], f["message"]) for f in strict_findings)
+    assert path.read_bytes().decode("utf-8") == expected

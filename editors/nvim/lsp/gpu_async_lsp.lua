@@ -16,12 +16,11 @@ return {
   cmd = { 'gpu-async-lsp' },
   filetypes = { 'mlir' },
   root_markers = { '.git' },
-  -- Sent with workspace/didChangeConfiguration after start-up (the server accepts the object
-  -- itself or under "gpuAsyncLsp").
+  -- The server's settings (it accepts the object itself or under "gpuAsyncLsp"): sent as
+  -- initializationOptions (below) and with workspace/didChangeConfiguration after start-up.
   settings = { gpuAsyncLsp = { strict = false } },
-  init_options = { strict = false },
-  -- One source of truth: initializationOptions follow `settings`, so setting strict there is
-  -- enough (otherwise the server would first analyse with init_options' value).
+  -- One source of truth: initializationOptions are built from `settings`, so the first analysis
+  -- already uses the user's values (no flash of non-strict results).
   before_init = function(params, config)
     local s = config.settings and config.settings.gpuAsyncLsp
     if type(s) == 'table' then
