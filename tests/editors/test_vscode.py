@@ -1,0 +1,225 @@
+"""The VS Code extension in real VS Code: code-server driven by Playwright in Debian's Chromium.
+
+Needs what `scripts/install-editor-test-deps` installs (code-server with Node 24,
+playwright-core, chromium, and the built .vsix under editors/vscode). Without them the test is
+skipped, unless CI is set: there a missing editor is a failure.
+
+The driver (vscode_e2e.mjs) opens a file with a pre-existing gpu.wait and finds the
+`pre-existing-wait` error in the Problems panel, then runs Quick Fix "Make GPU ops in @scale
+asynchronous" on a file with synchronous GPU ops, saves, and waits for the file on disk to equal
+`gpu-async-lsp check --fix` output. Screenshots go to tests/artifacts/vscode/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPS = Path(os.environ.get("GPU_ASYNC_EDITOR_DEPS",
+                           Path.home() / ".cache" / "gpu-async-lsp-editor-deps"))
+VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp.vsix"
+DRIVER = Path(__file__).with_name("vscode_e2e.mjs")
+ARTIFACTS = ROOT / "tests" / "artifacts" / "vscode"
+BLOCKED = ROOT / "examples" / "blocked.mlir"  # a gpu.wait written by hand: pre-existing-wait
+DRIVER_TIMEOUT = 200  # seconds; the whole test stays under 5 minutes
+
+
+def _code_server() -> Path | None:
+    candidate = DEPS / "code-server" / "bin" / "code-server"
+    if candidate.exists():
+        return candidate
+    found = shutil.which("code-server")
+    return Path(found) if found else None
+
+
+def _requirements() -> tuple[dict[str, Path], list[str]]:
+    found: dict[str, Path] = {}
+    missing: list[str] = []
+    code_server = _code_server()
+    if code_server:
+        found["code_server"] = code_server
+    else:
+        missing.append("code-server")
+    chromium = shutil.which("chromium")
+    if chromium:
+        found["chromium"] = Path(chromium)
+    else:
+        missing.append("chromium")
+    node = DEPS / "bin" / "node"  # Node 24, which code-server needs
+    if node.exists():
+        found["node"] = node
+    else:
+        missing.append(f"Node 24 ({node})")
+    playwright = DEPS / "playwright" / "node_modules" / "playwright-core"
+    if playwright.exists():
+        found["playwright"] = playwright
+    else:
+        missing.append("playwright-core")
+    if VSIX.exists():
+        found["vsix"] = VSIX
+    else:
+        missing.append(str(VSIX.relative_to(ROOT)))
+    return found, missing
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"code-server exited with status {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status < 500:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"code-server did not answer at {url} within {timeout:.0f}s")
+
+
+def _check_fix(text: str, name: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "gpu_async_lsp", "check", "--fix", "--stdin-filename", name, "-"],
+        input=text.encode(), capture_output=True, timeout=60, check=False)
+    assert result.returncode in (0, 1), result.stderr.decode()
+    return result.stdout.decode()
+
+
+def test_vscode_problems_and_code_action(tmp_path: Path) -> None:
+    found, missing = _requirements()
+    if missing:
+        message = (f"missing {', '.join(missing)}: run scripts/install-editor-test-deps")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+    # A workspace with two fixture copies: one blocked, one with synchronous GPU ops only.
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    blocked_text = BLOCKED.read_text()
+    (workspace / "blocked.mlir").write_text(blocked_text)
+    sync_lines = [line for line in blocked_text.splitlines(keepends=True)
+                  if not line.lstrip().startswith("gpu.wait  //")]
+    sync_text = "".join(sync_lines)
+    assert sync_text != blocked_text
+    (workspace / "sync_ops.mlir").write_text(sync_text)
+    expected = _check_fix(sync_text, "sync_ops.mlir")
+    assert expected != sync_text and "async [" in expected
+    (tmp_path / "expected.mlir").write_text(expected)
+    func_line = next(i for i, line in enumerate(sync_lines, 1) if "func.func @scale" in line)
+    func_column = sync_lines[func_line - 1].index("@scale") + 1
+
+    user_data = tmp_path / "user-data"
+    (user_data / "User").mkdir(parents=True)
+    (user_data / "User" / "settings.json").write_text(json.dumps({
+        "security.workspace.trust.enabled": False,
+        "gpuAsyncLsp.server.command": [sys.executable, "-m", "gpu_async_lsp"],
+        "gpuAsyncLsp.trace.server": "messages",
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.enableExperiments": False,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "update.mode": "none",
+        "chat.disableAIFeatures": True,
+        "editor.lightbulb.enabled": "on",
+        "files.autoSave": "off",
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+    }, indent=2))
+    extensions = tmp_path / "extensions"
+
+    env = dict(os.environ)
+    env["PATH"] = f"{found['node'].parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["VSCODE_CLI"] = "1"  # keep this PATH for the extension host (not a login shell's)
+    env.pop("VSCODE_IPC_HOOK_CLI", None)
+
+    logs: list[str] = []
+
+    def show_logs() -> str:
+        return "\n".join(logs)
+
+    install = subprocess.run(
+        [str(found["code_server"]), "--extensions-dir", str(extensions),
+         "--user-data-dir", str(user_data), "--install-extension", str(found["vsix"])],
+        env=env, capture_output=True, text=True, timeout=120, check=False)
+    logs.append(f"--- install-extension (status {install.returncode})\n{install.stdout}{install.stderr}")
+    assert install.returncode == 0, show_logs()
+
+    port = _free_port()
+    server_log = tmp_path / "code-server.log"
+    with open(server_log, "w") as log_file:
+        server = subprocess.Popen(
+            [str(found["code_server"]), "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
+             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+             "--disable-getting-started-override",
+             "--extensions-dir", str(extensions), "--user-data-dir", str(user_data),
+             str(workspace)],
+            env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            _wait_http(url + "healthz", server, 60)
+        except RuntimeError as err:
+            pytest.fail(f"{err}\n{server_log.read_text()}")
+
+        if ARTIFACTS.exists():
+            shutil.rmtree(ARTIFACTS)
+        ARTIFACTS.mkdir(parents=True)
+        config = tmp_path / "driver.json"
+        config.write_text(json.dumps({
+            "playwright": str(found["playwright"]),
+            "chromium": str(found["chromium"]),
+            "url": f"{url}?folder={workspace}",
+            "artifacts": str(ARTIFACTS),
+            "blocked": str(workspace / "blocked.mlir"),
+            "sync": str(workspace / "sync_ops.mlir"),
+            "expected": str(tmp_path / "expected.mlir"),
+            "funcName": "scale",
+            "line": func_line,
+            "column": func_column,
+        }))
+        try:
+            driver = subprocess.run([str(found["node"]), str(DRIVER), str(config)], env=env,
+                                    capture_output=True, text=True, timeout=DRIVER_TIMEOUT,
+                                    check=False)
+            logs.append(f"--- driver (status {driver.returncode})\n{driver.stdout}{driver.stderr}")
+            ok = driver.returncode == 0
+        except subprocess.TimeoutExpired as err:
+            logs.append(f"--- driver timed out after {DRIVER_TIMEOUT}s\n{err.stdout or ''}{err.stderr or ''}")
+            ok = False
+        if not ok:
+            logs.append(f"--- code-server log\n{server_log.read_text()}")
+            for ext_log in sorted(user_data.glob("logs/**/*GPU Async*")) + sorted(
+                    user_data.glob("logs/**/exthost.log")):
+                logs.append(f"--- {ext_log}\n{ext_log.read_text(errors='replace')[-8000:]}")
+            print(show_logs())
+        assert ok, f"the VS Code driver failed; screenshots in {ARTIFACTS}\n{show_logs()[-6000:]}"
+        assert Path(workspace / "sync_ops.mlir").read_text() == expected
+    finally:
+        try:
+            os.killpg(server.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)

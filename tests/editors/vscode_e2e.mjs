@@ -1,0 +1,152 @@
+// Drives code-server (VS Code in the browser) in Debian's Chromium with playwright-core:
+//   1. open the file with a pre-existing gpu.wait, see the pre-existing-wait error in Problems;
+//   2. open the file with synchronous GPU ops, run Quick Fix, pick "Make GPU ops in @F
+//      asynchronous", save, and wait until the file on disk equals `check --fix` output.
+// A screenshot of each step goes to the artifacts folder. Run by tests/editors/test_vscode.py:
+//   node vscode_e2e.mjs CONFIG.json
+// CONFIG: {playwright, chromium, url, artifacts, blocked, sync, expected, funcName, line, column}
+import { createRequire } from "module";
+import * as fs from "fs";
+import * as path from "path";
+
+const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const require = createRequire(import.meta.url);
+const { chromium } = require(config.playwright);
+const started = Date.now();
+const log = (msg) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+let step = 0;
+async function shot(page, name) {
+  step += 1;
+  const file = path.join(config.artifacts, `${String(step).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  log(`screenshot ${file}`);
+}
+
+async function until(what, fn, timeoutMs, everyMs = 250) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(everyMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ""}`);
+}
+
+async function runCommand(page, label) {
+  // The command palette (F1), filtered by the command's label.
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10000 });
+  await input.fill(`>${label}`);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first();
+  await row.waitFor({ state: "visible", timeout: 10000 });
+  await row.click();
+}
+
+async function openFile(page, name) {
+  await runCommand(page, "Go to File...");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10000 });
+  await input.fill(name);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first();
+  await row.waitFor({ state: "visible", timeout: 15000 });
+  await page.keyboard.press("Enter");
+  await page.locator(`.tab.active`, { hasText: name }).waitFor({ timeout: 15000 });
+  await page.locator(".monaco-editor .view-lines").first().waitFor({ timeout: 15000 });
+  log(`opened ${name}`);
+}
+
+const browser = await chromium.launch({
+  executablePath: config.chromium,
+  headless: true,
+  args: [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+  ],
+});
+let page;
+let failed = false;
+try {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  page = await context.newPage();
+  page.on("pageerror", (err) => log(`page error: ${err.message}`));
+  await page.goto(config.url, { waitUntil: "domcontentloaded", timeout: 60000 });
+  await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+  // The explorer lists the workspace once the workbench is up.
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: path.basename(config.blocked) })
+    .first().waitFor({ timeout: 60000 });
+  log("workbench ready");
+  await shot(page, "workbench");
+
+  // Step 1: the pre-existing gpu.wait is an error in the Problems panel.
+  await openFile(page, path.basename(config.blocked));
+  await runCommand(page, "View: Focus Problems");
+  const problem = page.locator(".markers-panel .monaco-list-row", { hasText: "pre-existing gpu.wait" }).first();
+  await problem.waitFor({ state: "visible", timeout: 60000 });
+  const problemText = await problem.innerText();
+  log(`problem row: ${problemText.replace(/\s+/g, " ")}`);
+  const panelText = await page.locator(".markers-panel").innerText();
+  if (!/pre-existing-wait/.test(panelText)) {
+    throw new Error(`Problems panel lacks the code pre-existing-wait:\n${panelText}`);
+  }
+  if (!/gpu-async/.test(panelText)) {
+    throw new Error(`Problems panel lacks the source gpu-async:\n${panelText}`);
+  }
+  await page.locator(".markers-panel .codicon-error").first().waitFor({ timeout: 5000 });
+  await shot(page, "problems-pre-existing-wait");
+
+  // Step 2: Quick Fix on the function with synchronous GPU ops, then save.
+  await openFile(page, path.basename(config.sync));
+  const title = `Make GPU ops in @${config.funcName} asynchronous`;
+  const editor = page.locator(".monaco-editor .view-lines").first();
+  await editor.click();
+  const action = await until(`the code action "${title}"`, async () => {
+    await runCommand(page, "Go to Line/Column...");
+    await page.keyboard.type(`${config.line}:${config.column}`);
+    await page.keyboard.press("Enter");
+    await sleep(200);
+    await runCommand(page, "Quick Fix...");
+    const item = page.locator(".action-widget .monaco-list-row", { hasText: title }).first();
+    try {
+      await item.waitFor({ state: "visible", timeout: 5000 });
+      return item;
+    } catch (err) {
+      log("no such action yet; retrying");
+      await page.keyboard.press("Escape");
+      return undefined;
+    }
+  }, 60000, 500);
+  await shot(page, "quick-fix-menu");
+  await action.click();
+  await until("the editor to show the rewritten function", async () =>
+    /async\s\[/.test(await page.locator(".monaco-editor .view-lines").first().innerText()), 20000);
+  log("code action applied");
+  await runCommand(page, "File: Save");
+  const expected = fs.readFileSync(config.expected, "utf8");
+  await until("the saved file to equal `check --fix` output", async () =>
+    fs.readFileSync(config.sync, "utf8") === expected, 20000);
+  await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 10000 });
+  log("saved file equals check --fix output");
+  await shot(page, "after-fix-saved");
+} catch (err) {
+  failed = true;
+  console.error(`FAILED: ${err && err.stack ? err.stack : err}`);
+  if (page) {
+    try {
+      await page.screenshot({ path: path.join(config.artifacts, "failure.png") });
+      console.error(`screenshot ${path.join(config.artifacts, "failure.png")}`);
+    } catch {}
+  }
+} finally {
+  await browser.close();
+}
+log(failed ? "driver failed" : "driver passed");
+process.exit(failed ? 1 : 0);
