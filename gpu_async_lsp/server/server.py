@@ -15,11 +15,13 @@ import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCProtocol, LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
@@ -34,6 +36,11 @@ FIX_ALL_KIND = "source.fixAll.gpuAsync"
 CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite, FIX_ALL_KIND]
 ANALYSIS_TIMEOUT = 120.0
 _IGNORED = "$/gpuAsyncLsp/invalidMessage"  # what an unreadable message becomes
+
+
+def is_open(workspace, uri: str) -> bool:
+    """Is `uri` an open document? (pygls keys its documents by the unquoted URI.)"""
+    return unquote(uri) in workspace.text_documents
 
 
 @dataclass
@@ -69,6 +76,45 @@ class _Protocol(LanguageServerProtocol):
     no lsprotocol objects and no cattrs pass over thousands of diagnostics of a 50k-line file
     (json.dumps of plain values: ~6 ms, through cattrs: ~20 ms, with lsprotocol objects
     ~50 ms). Everything else goes through pygls as usual."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._indexes: dict[str, LineIndex] = {}  # uri -> line index of its current text
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
+        """Apply incremental changes through text.LineIndex (one conversion module for
+        positions): a column past a line's end, or between its CR and LF, is the line's end
+        (LSP 3.17, Position); a range given end first is taken in order. pygls's own
+        per-line rebuild is avoided (it is O(lines) per keystroke, and splits CRLFs)."""
+        uri = params.text_document.uri
+        if is_open(self.workspace, uri):
+            doc = self.workspace.get_text_document(uri)
+            text = doc.source
+            index = self._indexes.get(uri)
+            if index is None or index.text is not text:
+                index = LineIndex(text)
+            encoding = convert.encoding_of(self.workspace.position_encoding)
+            for change in params.content_changes:
+                if isinstance(change, lsp.TextDocumentContentChangePartial):
+                    a = convert.offset_of(index, change.range.start, encoding)
+                    b = convert.offset_of(index, change.range.end, encoding)
+                    start, end = min(a, b), max(a, b)
+                    text = text[:start] + change.text + text[end:]
+                    index = index.edited(text, start, end, start + len(change.text))
+                else:
+                    text = change.text
+                    index = LineIndex(text)
+            self.workspace.update_text_document(
+                params.text_document, lsp.TextDocumentContentChangeWholeDocument(text=text))
+            self._indexes[uri] = index
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams):
+        self._indexes.pop(params.text_document.uri, None)
+        yield from super().lsp_text_document__did_close(params)
 
     def structure_message(self, data):
         """pygls raises when a request's params do not fit its method (a negative position,
@@ -131,7 +177,7 @@ class GpuAsyncServer(LanguageServer):
 
     def current(self, uri: str):
         """The open document (pygls's), or None."""
-        if uri not in self.workspace.text_documents:
+        if not is_open(self.workspace, uri):
             return None
         return self.workspace.get_text_document(uri)
 

@@ -82,3 +82,12 @@ async def test_lifecycle_document_of_another_language_gets_no_diagnostics(shared
     assert uri not in session.client.diagnostics
     assert await session.code_actions(uri, types.Range(types.Position(0, 0),
                                                        types.Position(1, 0))) in ([], None)
+
+
+async def test_lifecycle_percent_encoded_uri_gets_diagnostics(shared_servers):
+    """VS Code percent-encodes URIs (spaces, non-ASCII): such a document is analysed too."""
+    session = await shared_servers("vscode")
+    uri = "file:///e2e/lifecycle/with%20space/caf%C3%A9.mlir"
+    text = "func.func @f() {\n  gpu.wait\n  %m = gpu.alloc () : memref<4xf32>\n  return\n}\n"
+    diagnostics = await session.open_and_wait(uri, text)
+    assert [d.code for d in diagnostics] == ["pre-existing-wait"]
