@@ -7,7 +7,10 @@ skipped, unless CI is set: there a missing editor is a failure.
 The driver (vscode_e2e.mjs) opens a file with a pre-existing gpu.wait and finds the
 `pre-existing-wait` error in the Problems panel, then runs Quick Fix "Make GPU ops in @scale
 asynchronous" on a file with synchronous GPU ops, saves, and waits for the file on disk to equal
-`gpu-async-lsp check --fix` output. Screenshots go to tests/artifacts/vscode/.
+`gpu-async-lsp check --fix` output; on the way it changes gpuAsyncLsp.severity in the user settings
+(the running server must follow) and runs "GPU Async: Restart Server". A second run points
+gpuAsyncLsp.server.command at a missing file and expects the error message with the fix.
+Screenshots go to tests/artifacts/vscode/<scenario>/.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp.vsix"
 DRIVER = Path(__file__).with_name("vscode_e2e.mjs")
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vscode"
 BLOCKED = ROOT / "examples" / "blocked.mlir"  # a gpu.wait written by hand: pre-existing-wait
-DRIVER_TIMEOUT = 200  # seconds; the whole test stays under 5 minutes
+DRIVER_TIMEOUT = 120  # seconds per driver run; both tests together stay under 5 minutes
 
 
 def _code_server() -> Path | None:
@@ -102,7 +105,17 @@ def _check_fix(text: str, name: str) -> str:
     return result.stdout.decode()
 
 
-def test_vscode_problems_and_code_action(tmp_path: Path) -> None:
+def test_vscode_problems_settings_restart_and_code_action(tmp_path: Path) -> None:
+    workspace, expected = _run_driver(tmp_path, "main", [sys.executable, "-m", "gpu_async_lsp"])
+    assert (workspace / "sync_ops.mlir").read_text() == expected
+
+
+def test_vscode_server_not_found_message(tmp_path: Path) -> None:
+    _run_driver(tmp_path, "missing-server", [str(tmp_path / "no-such-dir" / "gpu-async-lsp")])
+
+
+def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tuple[Path, str]:
+    """Runs vscode_e2e.mjs with SCENARIO against a fresh code-server; fails with its logs."""
     found, missing = _requirements()
     if missing:
         message = (f"missing {', '.join(missing)}: run scripts/install-editor-test-deps")
@@ -130,7 +143,7 @@ def test_vscode_problems_and_code_action(tmp_path: Path) -> None:
     (user_data / "User").mkdir(parents=True)
     (user_data / "User" / "settings.json").write_text(json.dumps({
         "security.workspace.trust.enabled": False,
-        "gpuAsyncLsp.server.command": [sys.executable, "-m", "gpu_async_lsp"],
+        "gpuAsyncLsp.server.command": server_command,
         "gpuAsyncLsp.trace.server": "messages",
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": False,
@@ -143,6 +156,11 @@ def test_vscode_problems_and_code_action(tmp_path: Path) -> None:
         "editor.lightbulb.enabled": "on",
         "files.autoSave": "off",
         "workbench.secondarySideBar.defaultVisibility": "hidden",
+        # the driver replaces the text of settings.json: keep the editor from adding to it
+        "editor.autoClosingBrackets": "never",
+        "editor.autoClosingQuotes": "never",
+        "editor.autoIndent": "none",
+        "editor.formatOnType": False,
     }, indent=2))
     extensions = tmp_path / "extensions"
 
@@ -180,15 +198,18 @@ def test_vscode_problems_and_code_action(tmp_path: Path) -> None:
         except RuntimeError as err:
             pytest.fail(f"{err}\n{server_log.read_text()}")
 
-        if ARTIFACTS.exists():
-            shutil.rmtree(ARTIFACTS)
-        ARTIFACTS.mkdir(parents=True)
+        artifacts = ARTIFACTS / scenario
+        if artifacts.exists():
+            shutil.rmtree(artifacts)
+        artifacts.mkdir(parents=True)
         config = tmp_path / "driver.json"
         config.write_text(json.dumps({
             "playwright": str(found["playwright"]),
             "chromium": str(found["chromium"]),
             "url": f"{url}?folder={workspace}",
-            "artifacts": str(ARTIFACTS),
+            "scenario": scenario,
+            "artifacts": str(artifacts),
+            "settings": str(user_data / "User" / "settings.json"),
             "blocked": str(workspace / "blocked.mlir"),
             "sync": str(workspace / "sync_ops.mlir"),
             "expected": str(tmp_path / "expected.mlir"),
@@ -211,8 +232,8 @@ def test_vscode_problems_and_code_action(tmp_path: Path) -> None:
                     user_data.glob("logs/**/exthost.log")):
                 logs.append(f"--- {ext_log}\n{ext_log.read_text(errors='replace')[-8000:]}")
             print(show_logs())
-        assert ok, f"the VS Code driver failed; screenshots in {ARTIFACTS}\n{show_logs()[-6000:]}"
-        assert Path(workspace / "sync_ops.mlir").read_text() == expected
+        assert ok, f"the VS Code driver failed; screenshots in {artifacts}\n{show_logs()[-6000:]}"
+        return workspace, expected
     finally:
         try:
             os.killpg(server.pid, signal.SIGTERM)

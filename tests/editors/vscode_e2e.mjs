@@ -1,10 +1,15 @@
 // Drives code-server (VS Code in the browser) in Debian's Chromium with playwright-core:
 //   1. open the file with a pre-existing gpu.wait, see the pre-existing-wait error in Problems;
+//      change gpuAsyncLsp.severity in the user settings and see it become a warning; run
+//      "GPU Async: Restart Server";
 //   2. open the file with synchronous GPU ops, run Quick Fix, pick "Make GPU ops in @F
 //      asynchronous", save, and wait until the file on disk equals `check --fix` output.
 // A screenshot of each step goes to the artifacts folder. Run by tests/editors/test_vscode.py:
 //   node vscode_e2e.mjs CONFIG.json
-// CONFIG: {playwright, chromium, url, artifacts, blocked, sync, expected, funcName, line, column}
+// With scenario "missing-server" instead: the server command does not exist, and the error
+// message names the fix.
+// CONFIG: {scenario, playwright, chromium, url, artifacts, settings, blocked, sync, expected,
+//          funcName, line, column}
 import { createRequire } from "module";
 import * as fs from "fs";
 import * as path from "path";
@@ -74,6 +79,22 @@ const browser = await chromium.launch({
 });
 let page;
 let failed = false;
+async function missingServer(page) {
+  // The server command does not exist: an error message says how to fix it.
+  await openFile(page, path.basename(config.blocked));
+  const toast = page.locator(".notifications-toasts .notification-toast", {
+    hasText: "not found: pip install gpu-async-lsp",
+  }).first();
+  await toast.waitFor({ state: "visible", timeout: 30000 });
+  const text = (await toast.innerText()).replace(/\s+/g, " ");
+  log(`error message: ${text}`);
+  await sleep(1000); // let the notifications settle for the screenshot
+  if (!/gpuAsyncLsp\.server\.command/.test(text)) {
+    throw new Error(`the error message does not name the setting: ${text}`);
+  }
+  await shot(page, "server-not-found-message");
+}
+
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   page = await context.newPage();
@@ -85,6 +106,9 @@ try {
     .first().waitFor({ timeout: 60000 });
   log("workbench ready");
   await shot(page, "workbench");
+  if (config.scenario === "missing-server") {
+    await missingServer(page);
+  } else {
 
   // Step 1: the pre-existing gpu.wait is an error in the Problems panel.
   await openFile(page, path.basename(config.blocked));
@@ -102,6 +126,41 @@ try {
   }
   await page.locator(".markers-panel .codicon-error").first().waitFor({ timeout: 5000 });
   await shot(page, "problems-pre-existing-wait");
+
+  // A settings change reaches the running server: pre-existing-wait becomes a warning.
+  // Edited the way a user would: Preferences: Open User Settings (JSON), then save.
+  await runCommand(page, "Preferences: Open User Settings (JSON)");
+  // (It may open as a tab or as a modal editor.)
+  const settingsEditor = page.locator(".monaco-editor .view-lines", { hasText: "gpuAsyncLsp.trace.server" }).first();
+  await settingsEditor.waitFor({ timeout: 15000 });
+  await settingsEditor.click();
+  // The file ends with the closing brace: replace it with the new entry and a brace.
+  await page.keyboard.press("Control+End");
+  await page.keyboard.press("Backspace");
+  await page.keyboard.insertText(`,"gpuAsyncLsp.severity":{"pre-existing-wait":"warning"}}`);
+  await page.keyboard.press("Control+S");
+  await until("settings.json to have the severity override", async () =>
+    JSON.parse(fs.readFileSync(config.settings, "utf8"))["gpuAsyncLsp.severity"] !== undefined, 10000);
+  await page.keyboard.press("Escape"); // closes the modal settings editor
+  // Closing it may still ask to save (the text is saved already): say Save.
+  const saveButton = page.locator(".monaco-dialog-box .monaco-button", { hasText: /^Save$/ }).first();
+  try {
+    await saveButton.waitFor({ state: "visible", timeout: 1500 });
+    await saveButton.click();
+    log("answered the save dialog of settings.json");
+  } catch {
+    // no dialog
+  }
+  await until("settings.json to keep the override", async () =>
+    JSON.parse(fs.readFileSync(config.settings, "utf8"))["gpuAsyncLsp.severity"] !== undefined, 10000);
+  await page.locator(".markers-panel .monaco-list-row", { hasText: "pre-existing gpu.wait" })
+    .locator(".codicon-warning").first().waitFor({ timeout: 30000 });
+  log("severity setting applied: pre-existing-wait is a warning");
+  await shot(page, "severity-setting-warning");
+
+  // GPU Async: Restart Server; the code action below needs the restarted server.
+  await runCommand(page, "GPU Async: Restart Server");
+  log("server restarted");
 
   // Step 2: Quick Fix on the function with synchronous GPU ops, then save.
   await openFile(page, path.basename(config.sync));
@@ -136,6 +195,7 @@ try {
   await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 10000 });
   log("saved file equals check --fix output");
   await shot(page, "after-fix-saved");
+  }
 } catch (err) {
   failed = true;
   console.error(`FAILED: ${err && err.stack ? err.stack : err}`);
