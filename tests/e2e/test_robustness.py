@@ -244,7 +244,7 @@ async def test_robustness_huge_document_diagnostics_and_actions(shared_servers, 
 
 async def test_robustness_single_huge_line_answered(shared_servers, uri):
     session = await shared_servers("neovim")
-    text = "func.func @f() {\n  " + "%x = arith.constant 1 : index " * 40_000 + "\n  return\n}\n"
+    text = "func.func @f() {\n  " + "%x = arith.constant 1 : index " * 20_000 + "\n  return\n}\n"
     await session.open_and_wait(uri, text)
     await session.code_actions(uri)
     await still_serving(session)
