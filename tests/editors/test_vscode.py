@@ -35,7 +35,10 @@ VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp.vsix"
 DRIVER = Path(__file__).with_name("vscode_e2e.mjs")
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vscode"
 BLOCKED = ROOT / "examples" / "blocked.mlir"  # a gpu.wait written by hand: pre-existing-wait
-DRIVER_TIMEOUT = 120  # seconds per driver run; both tests together stay under 5 minutes
+# Seconds. A run takes ~20 s; with these bounds both tests together end within 5 minutes.
+INSTALL_TIMEOUT = 40
+START_TIMEOUT = 30
+DRIVER_TIMEOUT = 70
 
 
 def _code_server() -> Path | None:
@@ -177,7 +180,7 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tup
     install = subprocess.run(
         [str(found["code_server"]), "--extensions-dir", str(extensions),
          "--user-data-dir", str(user_data), "--install-extension", str(found["vsix"])],
-        env=env, capture_output=True, text=True, timeout=120, check=False)
+        env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False)
     logs.append(f"--- install-extension (status {install.returncode})\n{install.stdout}{install.stderr}")
     assert install.returncode == 0, show_logs()
 
@@ -194,7 +197,7 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tup
     try:
         url = f"http://127.0.0.1:{port}/"
         try:
-            _wait_http(url + "healthz", server, 60)
+            _wait_http(url + "healthz", server, START_TIMEOUT)
         except RuntimeError as err:
             pytest.fail(f"{err}\n{server_log.read_text()}")
 
@@ -217,14 +220,18 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tup
             "line": func_line,
             "column": func_column,
         }))
+        # Its own process group, so that a timeout also ends the Chromium it started.
+        driver = subprocess.Popen([str(found["node"]), str(DRIVER), str(config)], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
         try:
-            driver = subprocess.run([str(found["node"]), str(DRIVER), str(config)], env=env,
-                                    capture_output=True, text=True, timeout=DRIVER_TIMEOUT,
-                                    check=False)
-            logs.append(f"--- driver (status {driver.returncode})\n{driver.stdout}{driver.stderr}")
+            out, _ = driver.communicate(timeout=DRIVER_TIMEOUT)
+            logs.append(f"--- driver (status {driver.returncode})\n{out}")
             ok = driver.returncode == 0
-        except subprocess.TimeoutExpired as err:
-            logs.append(f"--- driver timed out after {DRIVER_TIMEOUT}s\n{err.stdout or ''}{err.stderr or ''}")
+        except subprocess.TimeoutExpired:
+            os.killpg(driver.pid, signal.SIGKILL)
+            out, _ = driver.communicate(timeout=10)
+            logs.append(f"--- driver timed out after {DRIVER_TIMEOUT}s\n{out}")
             ok = False
         if not ok:
             logs.append(f"--- code-server log\n{server_log.read_text()}")
