@@ -102,6 +102,18 @@ class _Frame:
         self.deps_seen = False  # the `[` of an async clause was read
         self.after_region = False  # the last token closed a region of the current op
 
+    def begin(self, op_name: str | None = None, mode: int = _BODY, generic: bool = False,
+              label: bool = False) -> None:
+        """A new op (or block label, or alias) starts in this frame."""
+        self.in_op = True
+        self.paren = 0
+        self.attr_depth = 0
+        self.op_name = op_name
+        self.generic = generic
+        self.mode = mode
+        self.label = label
+        self.deps_seen = False
+
 
 def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
     """Coarse tokens of one unit (items from `lexer.tokenize_lines`). Raises PrelexError for
@@ -153,10 +165,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
                 # its block): collected into one OPS token with its neighbours.
                 flush()
                 pending.append((t, qualified))
-                f.in_op = True
-                f.op_name = qualified
-                f.mode = _BODY
-                f.generic = False
+                f.begin(qualified)
                 i += 1
                 continue
         if pending:
@@ -422,12 +431,7 @@ def _emit_gpu_line(text: str, t, f: _Frame, out: list) -> None:
         b.end_pos = t.end
         b.src = text
         out.append(b)
-    f.in_op = True
-    f.paren = 0
-    f.attr_depth = 0
-    f.op_name = t.text
-    f.generic = False
-    f.mode = _BODY
+    f.begin(t.text)
 
 
 def _results_end(raw: list[RawToken], i: int) -> int | None:
@@ -467,11 +471,7 @@ def _start_op(raw, i, f: _Frame, out: list, flush) -> int | None:
         flush()
         out.append(_results(None, raw[i].start, raw[eq - 1].end, raw[i:eq]))
         j = eq + 1
-        f.in_op = True
-        f.paren = 0
-        f.op_name = None
-        f.generic = False
-        f.mode = _BODY
+        f.begin()
         if j >= n:
             return j
         name = raw[j]
@@ -497,22 +497,13 @@ def _start_op(raw, i, f: _Frame, out: list, flush) -> int | None:
     if kind == "caret" and i + 1 < n and raw[i + 1].kind in ("(", ":") and not f.top:
         flush()
         out.append(_tok("BLOCK_LABEL", t.text, t.start, t.end))
-        f.in_op = True
-        f.label = True
-        f.paren = 0
-        f.generic = False
-        f.op_name = None
-        f.mode = _BODY
+        f.begin(label=True)
         return i + 1
     if kind in ("hash", "bang") and f.top and i + 1 < n and raw[i + 1].kind == "=":
         flush()
         out.append(_tok("ALIAS_DEF", t.text, t.start, t.end))
         out.append(_tok("EQUAL", "=", raw[i + 1].start, raw[i + 1].end))
-        f.in_op = True
-        f.paren = 0
-        f.generic = False
-        f.op_name = None
-        f.mode = _BODY
+        f.begin()
         return i + 2
     if kind == "meta" and f.top:
         flush()
@@ -539,23 +530,12 @@ def _emit_name(t: RawToken, qualified: str, f: _Frame, out: list) -> None:
         out.append(_tok(type_, qualified, t.name_start, t.name_end))
     else:
         out.append(_tok(type_, qualified, t.start, t.end))
-    f.in_op = True
-    f.paren = 0
-    f.attr_depth = 0
-    f.op_name = qualified
-    f.generic = False
-    f.mode = mode
-    f.deps_seen = False
+    f.begin(qualified, mode)
 
 
 def _emit_generic(t: RawToken, f: _Frame, out: list) -> None:
     out.append(_tok("GENERIC_NAME", t.text[1:-1], t.start, t.end))
-    f.in_op = True
-    f.paren = 0
-    f.attr_depth = 0
-    f.op_name = t.text[1:-1]
-    f.generic = True
-    f.mode = _BODY
+    f.begin(t.text[1:-1], generic=True)
 
 
 def _fine_token(text: str, raw, i: int, f: _Frame, out: list) -> int:
