@@ -70,21 +70,23 @@ class Op:
     def num_results(self) -> int:
         return sum(r.count for r in self.results)
 
+    def _references(self, explicit: list, read) -> list:
+        """References read token by token plus those `read` finds in the merged text runs,
+        in text order."""
+        found = list(explicit)
+        for start, end in self.spans:
+            found.extend(read(self.src, start, end))
+        return sorted(found, key=lambda v: v.start)
+
     @property
     def uses(self) -> list[ValueRef]:
         """SSA operands written in the op outside its regions (`%x`, `%x#1`), in text order."""
-        found = list(self.explicit_uses)
-        for start, end in self.spans:
-            found.extend(refs.values_in(self.src, start, end))
-        return sorted(found, key=lambda v: v.start)
+        return self._references(self.explicit_uses, refs.values_in)
 
     @property
     def symbols(self) -> list[SymbolRef]:
         """Symbol references written in the op outside its regions (`@f`, `@m::@k`)."""
-        found = list(self.explicit_symbols)
-        for start, end in self.spans:
-            found.extend(refs.symbols_in(self.src, start, end))
-        return sorted(found, key=lambda v: v.start)
+        return self._references(self.explicit_symbols, refs.symbols_in)
 
     @property
     def successors(self) -> list[ValueRef]:
