@@ -96,6 +96,34 @@ def _used_names(text: str, func: Op) -> set[str]:
 _INDENT = re.compile(r"[ \t]*")
 
 
+@dataclass(frozen=True, slots=True)
+class AsyncStep:
+    """`rewrite_async_op`: `op` gets `async [dependency]` and returns `token`; when no token
+    was current, `dependency` comes from a `gpu.wait async` inserted before `op`."""
+
+    op: Op
+    dependency: str
+    token: str
+    fresh_wait: bool
+
+
+# Why a host synchronization goes before an op (the pass's condition, in its own terms).
+TERMINATOR = "terminator"
+SIDE_EFFECTS = "side-effects"
+BLOCK_END = "block-end"  # the block's terminator is elided in the text
+
+
+@dataclass(frozen=True, slots=True)
+class WaitStep:
+    """`create_wait_op`: a `gpu.wait [token]` inserted at `offset`, before `before` (None at
+    the end of a block whose terminator is implicit)."""
+
+    token: str
+    offset: int
+    before: Op | None
+    reason: str
+
+
 @dataclass
 class FunctionRewrite:
     """What the rewrite does (or cannot do) to one func.func."""
@@ -105,6 +133,7 @@ class FunctionRewrite:
     sync_ops: list[Op] = field(default_factory=list)
     blockers: list[Finding] = field(default_factory=list)
     edits: list[TextEdit] = field(default_factory=list)
+    steps: list[AsyncStep | WaitStep] = field(default_factory=list)  # in the walk's order
 
     @property
     def rewritable(self) -> bool:
@@ -164,6 +193,8 @@ class ThreadTokenWalker:
         if self.current_token is None:
             return
         if is_terminator(name) or has_side_effects(op):
+            reason = TERMINATOR if is_terminator(name) else SIDE_EFFECTS
+            self.rw.steps.append(WaitStep(self.current_token, op.start, op, reason))
             self.create_wait_before(op, f"gpu.wait [{self.current_token}]")
             self.current_token = None
 
@@ -181,11 +212,13 @@ class ThreadTokenWalker:
                        "write it in its custom form" if op.generic else
                        f"'{op.name}' op cannot be rewritten in place")
             return
-        if self.current_token is None:
+        fresh = self.current_token is None
+        if fresh:
             self.current_token = self.names.fresh()
             self.create_wait_before(op, f"{self.current_token} = gpu.wait async")
         dep = self.current_token
         token = self.names.fresh()
+        self.rw.steps.append(AsyncStep(op, dep, token, fresh))
         edits = self.rw.edits
         # The new token is the op's last result.
         if op.results:
@@ -227,6 +260,7 @@ class ThreadTokenWalker:
         self.rw.edits.append(TextEdit(start, start, f"{statement}{self._eol(start)}{indent}"))
 
     def create_wait_at_block_end(self, block: Block, rbrace: int, token: str) -> None:
+        self.rw.steps.append(WaitStep(token, rbrace, None, BLOCK_END))
         statement = f"gpu.wait [{token}]"
         line_start = self._line_start(rbrace)
         if self.text[line_start:rbrace].strip(" \t"):

@@ -46,24 +46,31 @@ class FunctionInfo:
     rewritable: bool
     first_blocker: str | None
     edits: tuple[TextEdit, ...]
+    blocker_span: tuple[int, int] | None = None  # where the first blocker is
 
 
 class UnitResult:
     """Findings and functions of one unit, at offsets relative to the unit's start, and their
-    positions relative to the unit's first line (computed once per encoding)."""
+    positions relative to the unit's first line (computed once per encoding). The unit's IR
+    (`ops`) and the rewrite's plan of its functions (`rewrites`) stay for navigation, hover,
+    inlay hints and code lens, which answer from them without parsing again."""
 
-    __slots__ = ("source", "findings", "functions", "syntax_error", "_positions", "_fixes",
-                 "fragment")
+    __slots__ = ("source", "findings", "functions", "syntax_error", "ops", "rewrites",
+                 "_positions", "_fixes", "fragment", "memo")
 
     def __init__(self, source: str, findings: tuple[Finding, ...],
-                 functions: tuple[FunctionInfo, ...], syntax_error: bool):
+                 functions: tuple[FunctionInfo, ...], syntax_error: bool,
+                 ops: tuple[Op, ...] = (), rewrites: tuple[FunctionRewrite, ...] = ()):
         self.source = source
         self.findings = findings
         self.functions = functions
         self.syntax_error = syntax_error
+        self.ops = ops
+        self.rewrites = rewrites
         self._positions: dict[str, list] = {}
         self._fixes: list[TextEdit] | None = None
         self.fragment: tuple | None = None  # (key, JSON text) of the last publication
+        self.memo: dict = {}  # what request handlers derive from this unit, by their key
 
     def fixes(self) -> list[TextEdit]:
         """One edit per rewritable function: the span from its first to its last planned edit,
@@ -98,6 +105,33 @@ class UnitResult:
 
 
 @dataclass(frozen=True)
+class Container:
+    """A container op (`module`, `gpu.module`) whose children are units, at absolute offsets.
+    `op` is its parsed header (None when the header has a syntax error)."""
+
+    name: str
+    symbol: str | None  # `@kernels`
+    symbol_span: tuple[int, int] | None
+    start: int
+    end: int
+    lbrace: int
+    rbrace: int
+
+    def shifted(self, edit_end: int, delta: int) -> Container:
+        """This container after an edit that ended at `edit_end` (inside one of its units,
+        or after or before it) changed the length of the text by `delta`."""
+        if not delta or self.end < edit_end:
+            return self
+        if self.start >= edit_end:
+            span = self.symbol_span
+            return dataclasses.replace(
+                self, start=self.start + delta, end=self.end + delta, lbrace=self.lbrace + delta,
+                rbrace=self.rbrace + delta,
+                symbol_span=(span[0] + delta, span[1] + delta) if span else None)
+        return dataclasses.replace(self, end=self.end + delta, rbrace=self.rbrace + delta)
+
+
+@dataclass(frozen=True)
 class PlacedUnit:
     base: int  # offset of the unit in the document
     result: UnitResult
@@ -120,6 +154,27 @@ class DocumentAnalysis:
     header_findings: list[Finding]
     has_syntax_errors: bool
     strict: bool = False
+    containers: list[Container] = dataclasses.field(default_factory=list)
+    chunks: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    memo: dict = dataclasses.field(default_factory=dict)  # per-version request results
+
+    def unit_at(self, offset: int) -> PlacedUnit | None:
+        """The unit whose text holds `offset` (its end included)."""
+        i = bisect.bisect_right(self.units, offset, key=lambda u: u.base) - 1
+        if i >= 0 and offset <= self.units[i].end:
+            return self.units[i]
+        return None
+
+    def units_between(self, start: int, end: int) -> list[PlacedUnit]:
+        """The units that overlap [start, end]."""
+        i = max(bisect.bisect_right(self.units, start, key=lambda u: u.base) - 1, 0)
+        out = []
+        for unit in self.units[i:]:
+            if unit.base > end:
+                break
+            if unit.end >= start:
+                out.append(unit)
+        return out
 
     @property
     def findings(self) -> list[Finding]:
@@ -161,16 +216,20 @@ def _shift_finding(f: Finding, delta: int) -> Finding:
 def _shift_function(fn: FunctionInfo, delta: int) -> FunctionInfo:
     if not delta:
         return fn
+    span = fn.blocker_span
     return dataclasses.replace(
         fn, start=fn.start + delta, end=fn.end + delta,
         anchor=(fn.anchor[0] + delta, fn.anchor[1] + delta),
+        blocker_span=(span[0] + delta, span[1] + delta) if span else None,
         edits=tuple(TextEdit(e.start + delta, e.end + delta, e.new_text) for e in fn.edits))
 
 
 def _function_info(fn: FunctionRewrite, anchor: tuple[int, int]) -> FunctionInfo:
+    first = fn.blockers[0] if fn.blockers else None
     return FunctionInfo(fn.name, fn.func.start, fn.func.end, anchor, len(fn.sync_ops),
-                        fn.rewritable, fn.blockers[0].message if fn.blockers else None,
-                        tuple(fn.edits) if fn.rewritable else ())
+                        fn.rewritable, first.message if first else None,
+                        tuple(fn.edits) if fn.rewritable else (),
+                        (first.start, first.end) if first else None)
 
 
 class Analyzer:
@@ -193,13 +252,18 @@ class Analyzer:
                 return quick
         headers: list[Finding] = []
         placed: list[PlacedUnit] = []
+        containers: list[Container] = []
+        chunks = []
         errors = False
         for start, end, units in split_document(text):
-            errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed)
-        return DocumentAnalysis(version, text, placed, headers, errors, self.strict)
+            chunks.append((start, end))
+            errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed,
+                                  containers)
+        return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
+                                containers, chunks)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
-               findings: list, placed: list) -> bool:
+               findings: list, placed: list, containers: list) -> bool:
         errors = False
         for unit in units:
             if unit.region is not None:
@@ -209,9 +273,15 @@ class Analyzer:
                     findings.append(_syntax_finding(issue.message, issue.start, issue.end))
                 name = op.name if op is not None else CONTAINER_NAME_RE.match(text, unit.start).group()
                 name = "builtin.module" if name == "module" else name
+                symbol = op.symbol_name if op is not None else None
+                containers.append(Container(
+                    name, symbol.path[0] if symbol else None,
+                    (symbol.start, symbol.end) if symbol else None,
+                    unit.start, unit.end, unit.region[0], unit.region[1]))
                 inner = DEFAULT_DIALECT.get(name) if op is not None else dialect
                 errors |= self._units(text, unit.children, inner,
-                                      device or name in DEVICE_CONTAINERS, findings, placed)
+                                      device or name in DEVICE_CONTAINERS, findings, placed,
+                                      containers)
                 continue
             result = self._unit(text[unit.start:unit.end], dialect, device)
             placed.append(PlacedUnit(unit.start, result, dialect, device))
@@ -254,7 +324,11 @@ class Analyzer:
                    for f in previous.header_findings]
         errors = any(u.result.syntax_error for u in placed) or any(
             f.code == F.SYNTAX for f in headers)
-        return DocumentAnalysis(version, text, placed, headers, errors, self.strict)
+        containers = [c.shifted(old_end, delta) for c in previous.containers]
+        chunks = [(s + delta, e + delta) if s >= old_end else (s, e + delta if e >= old_end else e)
+                  for s, e in previous.chunks]
+        return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
+                                containers, chunks)
 
     def _unit(self, source: str, dialect: str | None, device: bool) -> UnitResult:
         key = (source, dialect, device)
@@ -302,14 +376,14 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool) -
     """Findings and functions of one leaf unit, given as its own text (offsets relative)."""
     items, issue = parse_unit_tokens(source, tokenize_lines(source, 0, len(source), OP_WORDS),
                                      dialect, len(source))
-    chunk = Chunk(0, len(source), [x for x in items if isinstance(x, Op)])
+    ops = tuple(x for x in items if isinstance(x, Op))
+    chunk = Chunk(0, len(source), [] if device else list(ops))  # device code: syntax only
     if issue is not None:
         chunk.errors.append(issue)
-    if device:
-        chunk.ops = []  # device code: only its syntax matters here
     analysis = analyze(Document(source, [chunk]), strict=strict)
     functions = tuple(_function_info(fn, hint_anchor(fn.func)) for fn in analysis.functions)
-    return UnitResult(source, tuple(analysis.findings), functions, issue is not None)
+    return UnitResult(source, tuple(analysis.findings), functions, issue is not None, ops,
+                      tuple(analysis.functions))
 
 
 def _syntax_finding(message: str, start: int, end: int) -> Finding:

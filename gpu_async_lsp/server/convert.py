@@ -10,6 +10,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from gpu_async_lsp.async_region.findings import SOURCE, Finding, Severity
+from gpu_async_lsp.server import features
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.text import UTF8, UTF16, UTF32, LineIndex, Position
 
@@ -20,6 +21,9 @@ _SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
              Severity.WARNING: lsp.DiagnosticSeverity.Warning,
              Severity.INFORMATION: lsp.DiagnosticSeverity.Information,
              Severity.HINT: lsp.DiagnosticSeverity.Hint}
+
+SYMBOL_KINDS = {features.MODULE: lsp.SymbolKind.Module, features.FUNCTION: lsp.SymbolKind.Function,
+                features.VARIABLE: lsp.SymbolKind.Variable, features.OBJECT: lsp.SymbolKind.Object}
 
 
 def encoding_of(kind) -> str:

@@ -19,13 +19,13 @@ from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.protocol import JsonRPCNotification, JsonRPCProtocol, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
-from gpu_async_lsp.server import convert
+from gpu_async_lsp.server import convert, features
 from gpu_async_lsp.server.analysis import Analyzer, DocumentAnalysis, FunctionInfo, changed_span
 from gpu_async_lsp.server.settings import Settings, parse_settings
 from gpu_async_lsp.text import LineIndex
@@ -33,6 +33,10 @@ from gpu_async_lsp.text import LineIndex
 log = logging.getLogger("gpu_async_lsp.server")
 
 FIX_ALL_KIND = "source.fixAll.gpuAsync"
+# Commands of the code lenses (workspace/executeCommand); arguments: uri, `@f`, which of the
+# functions named `@f` (split files repeat names), the document version the lens was made for.
+MAKE_ASYNC_COMMAND = "gpu-async.makeAsynchronous"
+SHOW_BLOCKER_COMMAND = "gpu-async.showBlocker"
 CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite, FIX_ALL_KIND]
 ANALYSIS_TIMEOUT = 120.0
 _IGNORED = "$/gpuAsyncLsp/invalidMessage"  # what an unreadable message becomes
@@ -283,6 +287,17 @@ class GpuAsyncServer(LanguageServer):
 
     # -- code actions ------------------------------------------------------------------------
 
+    def function_edit(self, state: DocState, functions: list[FunctionInfo]) -> lsp.WorkspaceEdit:
+        """The rewrite of `functions` as one WorkspaceEdit (versioned when the client can)."""
+        a = state.analysis
+        caps = self.client_capabilities
+        doc_changes = bool(caps.workspace and caps.workspace.workspace_edit
+                           and caps.workspace.workspace_edit.document_changes)
+        edits = convert.merge_insertions([e for fn in functions for e in fn.edits])
+        return convert.workspace_edit(state.uri, a.version,
+                                      convert.text_edits(state.line_index(), edits, self.encoding),
+                                      doc_changes)
+
     def code_actions(self, state: DocState, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         a = state.analysis
         index = state.line_index()
@@ -304,9 +319,7 @@ class GpuAsyncServer(LanguageServer):
             return not only or any(kind == k or kind.startswith(k + ".") for k in only)
 
         def edit_for(functions: list[FunctionInfo]) -> lsp.WorkspaceEdit:
-            edits = convert.merge_insertions([e for fn in functions for e in fn.edits])
-            return convert.workspace_edit(state.uri, a.version,
-                                          convert.text_edits(index, edits, encoding), doc_changes)
+            return self.function_edit(state, functions)
 
         actions: list[lsp.CodeAction] = []
         for fn in a.functions_between(start, end):
@@ -339,6 +352,47 @@ class GpuAsyncServer(LanguageServer):
             actions.append(lsp.CodeAction("Make all GPU ops in this file asynchronous",
                                           kind=FIX_ALL_KIND, edit=state.fix_all[1]))
         return actions
+
+
+    # -- code lens ----------------------------------------------------------------------------
+
+    def code_lenses(self, state: DocState) -> list[lsp.CodeLens]:
+        a = state.analysis
+        encoding = self.encoding
+        key = ("lenses", encoding)
+        cached = a.memo.get(key)
+        if cached is not None:
+            return cached
+        index = state.line_index()
+        seen: dict[str, int] = {}
+        lenses = []
+        for fn in a.functions:
+            nth = seen.get(fn.name, 0)
+            seen[fn.name] = nth + 1
+            lens = features.function_lens(fn, a.strict, lambda o: index.line_of(o) + 1)
+            if lens is None:
+                continue
+            command = SHOW_BLOCKER_COMMAND if lens.blocker else MAKE_ASYNC_COMMAND
+            lenses.append(lsp.CodeLens(
+                convert.lsp_range(index, lens.anchor[0], lens.anchor[1], encoding),
+                lsp.Command(lens.title, command, arguments=[state.uri, fn.name, nth, a.version])))
+        a.memo[key] = lenses
+        return lenses
+
+    def lens_function(self, state: DocState, args) -> FunctionInfo:
+        """The function a lens command names (uri, `@f`, n-th of that name[, version])."""
+        if len(args) < 3 or not isinstance(args[1], str) or not isinstance(args[2], int):
+            raise JsonRpcInvalidParams("expected [uri, function name, index, version]")
+        matches = [fn for fn in state.analysis.functions if fn.name == args[1]]
+        if args[2] < 0 or args[2] >= len(matches):
+            raise JsonRpcInvalidParams(f"no function {args[1]} in {state.uri}")
+        return matches[args[2]]
+
+
+def _uri_argument(args) -> str:
+    if not args or not isinstance(args[0], str):
+        raise JsonRpcInvalidParams("expected [uri, function name, index, version]")
+    return args[0]
 
 
 def build_server() -> GpuAsyncServer:
@@ -391,5 +445,130 @@ def build_server() -> GpuAsyncServer:
         if state is None:
             return []
         return ls.code_actions(state, params)
+
+    # -- the rewrite, previewed and explained -----------------------------------------------
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))
+    async def code_lens(ls: GpuAsyncServer, params: lsp.CodeLensParams):
+        state = await ls.analysis_of(params.text_document.uri)
+        if state is None:
+            return []
+        return ls.code_lenses(state)
+
+    @server.command(MAKE_ASYNC_COMMAND)
+    async def make_asynchronous(ls: GpuAsyncServer, *args):
+        """The lens's rewrite of one function, sent back as workspace/applyEdit (the same
+        edit as the function's code action)."""
+        state = await ls.analysis_of(_uri_argument(args))
+        if state is None:
+            raise JsonRpcInvalidParams(f"{args[0]} is not an open MLIR document")
+        fn = ls.lens_function(state, args)
+        if not fn.rewritable:
+            ls.window_show_message(lsp.ShowMessageParams(
+                lsp.MessageType.Warning,
+                f"gpu-async-lsp: {fn.name} cannot be rewritten: {fn.first_blocker}"))
+            return {"applied": False}
+        result = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+            ls.function_edit(state, [fn]), label=f"Make GPU ops in {fn.name} asynchronous"))
+        return {"applied": bool(result and result.applied)}
+
+    @server.command(SHOW_BLOCKER_COMMAND)
+    async def show_blocker(ls: GpuAsyncServer, *args):
+        """Reveal the first op that blocks a function's rewrite (window/showDocument)."""
+        state = await ls.analysis_of(_uri_argument(args))
+        if state is None:
+            raise JsonRpcInvalidParams(f"{args[0]} is not an open MLIR document")
+        fn = ls.lens_function(state, args)
+        if fn.blocker_span is None:
+            return None
+        selection = convert.lsp_range(state.line_index(), *fn.blocker_span, ls.encoding)
+        caps = ls.client_capabilities
+        if caps.window and caps.window.show_document and caps.window.show_document.support:
+            await ls.window_show_document_async(lsp.ShowDocumentParams(
+                state.uri, take_focus=True, selection=selection))
+        return {"uri": state.uri, "range": {
+            "start": {"line": selection.start.line, "character": selection.start.character},
+            "end": {"line": selection.end.line, "character": selection.end.character}}}
+
+    @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT, lsp.InlayHintOptions(resolve_provider=False))
+    async def inlay_hint(ls: GpuAsyncServer, params: lsp.InlayHintParams):
+        state = await ls.analysis_of(params.text_document.uri)
+        if state is None:
+            return []
+        index = state.line_index()
+        encoding = ls.encoding
+        start = convert.offset_of(index, params.range.start, encoding)
+        end = convert.offset_of(index, params.range.end, encoding)
+        hints = []
+        for unit, hint in features.inlay_hints(state.analysis, min(start, end), max(start, end)):
+            p = index.position(unit.base + hint.offset, encoding)
+            hints.append(lsp.InlayHint(lsp.Position(p.line, p.character), hint.label,
+                                       tooltip=hint.tooltip, padding_left=hint.pad_left,
+                                       padding_right=hint.pad_right))
+        return hints
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: GpuAsyncServer, params: lsp.HoverParams):
+        state = await ls.analysis_of(params.text_document.uri)
+        if state is None:
+            return None
+        index = state.line_index()
+        offset = convert.offset_of(index, params.position, ls.encoding)
+        found = features.hover(state.analysis, offset, lambda o: index.line_of(o) + 1)
+        if found is None:
+            return None
+        markdown, span = found
+        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown),
+                         convert.lsp_range(index, span.start, span.end, ls.encoding))
+
+    # -- navigation ---------------------------------------------------------------------------
+
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    async def document_symbol(ls: GpuAsyncServer, params: lsp.DocumentSymbolParams):
+        state = await ls.analysis_of(params.text_document.uri)
+        if state is None:
+            return []
+        index = state.line_index()
+        encoding = ls.encoding
+
+        def convert_node(node: features.SymbolNode) -> lsp.DocumentSymbol:
+            return lsp.DocumentSymbol(
+                node.name, convert.SYMBOL_KINDS[node.kind],
+                convert.lsp_range(index, node.start, node.end, encoding),
+                convert.lsp_range(index, node.selection[0], node.selection[1], encoding),
+                detail=node.detail, children=[convert_node(c) for c in node.children])
+
+        return [convert_node(n) for n in features.document_symbols(state.analysis)]
+
+    @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    async def folding_range(ls: GpuAsyncServer, params: lsp.FoldingRangeParams):
+        state = await ls.analysis_of(params.text_document.uri)
+        if state is None:
+            return []
+        return [lsp.FoldingRange(first, last, kind=lsp.FoldingRangeKind.Region)
+                for first, last, _ in features.folding_ranges(state.analysis,
+                                                              state.line_index())]
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    async def definition(ls: GpuAsyncServer, params: lsp.DefinitionParams):
+        state = await ls.analysis_of(params.text_document.uri)
+        if state is None:
+            return None
+        index = state.line_index()
+        offset = convert.offset_of(index, params.position, ls.encoding)
+        return [lsp.Location(state.uri, convert.lsp_range(index, s.start, s.end, ls.encoding))
+                for s in features.definition(state.analysis, offset)] or None
+
+    @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    async def references(ls: GpuAsyncServer, params: lsp.ReferenceParams):
+        state = await ls.analysis_of(params.text_document.uri)
+        if state is None:
+            return None
+        index = state.line_index()
+        offset = convert.offset_of(index, params.position, ls.encoding)
+        found = features.references(state.analysis, offset,
+                                    params.context.include_declaration)
+        return [lsp.Location(state.uri, convert.lsp_range(index, s.start, s.end, ls.encoding))
+                for s in found]
 
     return server

@@ -1,0 +1,519 @@
+"""Protocol layer, without the protocol: what the editor features (document symbols, folding,
+definition and references, hover, inlay hints, code lens) find in a document's stored
+analysis (server/analysis.py). Results are plain values at absolute offsets; server.py turns
+them into LSP. Nothing here parses: every answer comes from the IR and the rewrite plans the
+analysis kept for each unit, so a request on a 50k-line file touches only the units it needs.
+
+No pygls or lsprotocol here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.async_region.rewriter import (
+    BLOCK_END,
+    TERMINATOR,
+    AsyncStep,
+    FunctionRewrite,
+    WaitStep,
+    is_already_async,
+)
+from gpu_async_lsp.edits import TextEdit, apply_edits
+from gpu_async_lsp.op_tables import is_async_interface_op
+from gpu_async_lsp.server.analysis import DocumentAnalysis, FunctionInfo, PlacedUnit
+from gpu_async_lsp.syntax import Op
+from gpu_async_lsp.syntax import navigation as nav
+from gpu_async_lsp.text import LineIndex
+
+MODULE = "module"
+FUNCTION = "function"
+VARIABLE = "variable"
+OBJECT = "object"
+_KINDS = {"builtin.module": MODULE, "gpu.module": MODULE, "llvm.module": MODULE,
+          "memref.global": VARIABLE, "llvm.mlir.global": VARIABLE, "ml_program.global": VARIABLE}
+
+
+def symbol_kind(op_name: str) -> str:
+    if op_name in _KINDS:
+        return _KINDS[op_name]
+    return FUNCTION if op_name.endswith(".func") or op_name.endswith("_func") else OBJECT
+
+
+# -- document symbols -------------------------------------------------------------------------
+
+@dataclass
+class SymbolNode:
+    """An op that defines a symbol (or a module): `name` is `@f` (`module` for an unnamed
+    module), `detail` its op name. Nested by the text: children lie inside their parent."""
+
+    name: str
+    detail: str
+    kind: str
+    start: int
+    end: int
+    selection: tuple[int, int]
+    children: list[SymbolNode] = field(default_factory=list)
+    table: bool = False  # a symbol table (module): names inside it are looked up in it
+
+
+# The first op of a unit that did not parse: enough to keep it in the outline.
+_BROKEN_HEAD = re.compile(
+    r'\s*(?:%[^=\n]*=\s*)?"?([A-Za-z_][\w$]*\.[\w$.]+)"?\s+'
+    r'(?:(?:public|private|nested)\s+)?(@(?:[\w$.\-]+|"[^"\n]*"))')
+
+
+def document_symbols(a: DocumentAnalysis) -> list[SymbolNode]:
+    """The outline: modules, `gpu.module`s, functions and other symbols, nested as written.
+    A unit with a syntax error keeps its entry (read from its first line); only what is
+    inside it is lost."""
+    cached = a.memo.get("symbols")
+    if cached is not None:
+        return cached
+    flat: list[SymbolNode] = []
+    for c in a.containers:
+        name = c.symbol or ("module" if c.name == "builtin.module" else c.name)
+        selection = c.symbol_span or (c.start, c.start + len(c.name.split(".")[-1]))
+        flat.append(SymbolNode(name, c.name, symbol_kind(c.name), c.start, c.rbrace + 1,
+                               selection, table=True))
+    for unit in a.units:
+        flat.extend(_unit_symbols(unit))
+    flat.sort(key=lambda n: (n.start, -n.end))
+    roots: list[SymbolNode] = []
+    stack: list[SymbolNode] = []
+    for node in flat:
+        while stack and not (node.start >= stack[-1].start and node.end <= stack[-1].end):
+            stack.pop()
+        (stack[-1].children if stack else roots).append(node)
+        stack.append(node)
+    a.memo["symbols"] = roots
+    return roots
+
+
+def _unit_symbols(unit: PlacedUnit) -> list[SymbolNode]:
+    result = unit.result
+    nodes = result.memo.get("symbols")
+    if nodes is None:
+        nodes = []
+        for op, _owner in nav.symbol_ops(list(result.ops)):
+            sym = op.symbol_name
+            nodes.append(SymbolNode(sym.path[0], op.name, symbol_kind(op.name), op.start,
+                                    op.end, (sym.start, sym.end),
+                                    table=op.name in _KINDS and _KINDS[op.name] == MODULE))
+        if not result.ops and result.syntax_error:
+            m = _BROKEN_HEAD.match(result.source)
+            if m:
+                nodes.append(SymbolNode(m.group(2), m.group(1), symbol_kind(m.group(1)),
+                                        m.start(1), len(result.source.rstrip()),
+                                        (m.start(2), m.end(2))))
+        result.memo["symbols"] = nodes
+    base = unit.base
+    return [_moved(n, base) for n in nodes]
+
+
+def _moved(node: SymbolNode, delta: int) -> SymbolNode:
+    return SymbolNode(node.name, node.detail, node.kind, node.start + delta, node.end + delta,
+                      (node.selection[0] + delta, node.selection[1] + delta), [], node.table)
+
+
+# -- folding ------------------------------------------------------------------------------------
+
+REGION = "region"
+CHUNK = "chunk"
+
+
+def folding_ranges(a: DocumentAnalysis, index: LineIndex) -> list[tuple[int, int, str]]:
+    """(first line, last line, kind) for each region that spans lines (its `}` line stays
+    visible) and each `// -----` chunk of a split file."""
+    cached = a.memo.get("folds")
+    if cached is not None:
+        return cached
+    spans = [(c.lbrace, c.rbrace, REGION) for c in a.containers]
+    for unit in a.units:
+        result = unit.result
+        rel = result.memo.get("folds")
+        if rel is None:
+            rel = []
+            for top in result.ops:
+                for op in top.walk():
+                    rel.extend((r.lbrace, r.rbrace) for r in op.regions)
+            result.memo["folds"] = rel
+        spans.extend((s + unit.base, e + unit.base, REGION) for s, e in rel)
+    if len(a.chunks) > 1:
+        for s, e in a.chunks:
+            spans.append((s, max(s, e - 1), CHUNK))
+    out = []
+    for s, e, kind in spans:
+        first = index.line_of(s)
+        last = index.line_of(e)
+        if kind == REGION:
+            last -= 1
+        if last > first:
+            out.append((first, last, kind))
+    out.sort()
+    a.memo["folds"] = out
+    return out
+
+
+# -- definition and references -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+
+
+def _name_at(a: DocumentAnalysis, offset: int):
+    unit = a.unit_at(offset)
+    if unit is None:
+        return None, None
+    at = nav.name_at(list(unit.result.ops), offset - unit.base)
+    return unit, at
+
+
+def _absolute(ref, base: int) -> Span:
+    return Span(ref.start + base, ref.end + base)
+
+
+def definition(a: DocumentAnalysis, offset: int) -> list[Span]:
+    """Where the SSA value, block label or symbol at `offset` is defined."""
+    unit, at = _name_at(a, offset)
+    if at is None:
+        container = _container_symbol_at(a, offset)
+        return [Span(*container.selection)] if container else []
+    if at.kind == nav.SYMBOL:
+        node = resolve_symbol(a, at.ref.path[:at.component + 1], unit.base + at.ref.start)
+        return [Span(*node.selection)] if node else []
+    target = nav.definition(list(unit.result.ops), at)
+    return [_absolute(target, unit.base)] if target else []
+
+
+def references(a: DocumentAnalysis, offset: int, include_declaration: bool = True) -> list[Span]:
+    """Every place that names what `offset` names (symbols: in the whole document)."""
+    unit, at = _name_at(a, offset)
+    if at is None:
+        container = _container_symbol_at(a, offset)
+        if container is None:
+            return []
+        target = container
+    elif at.kind == nav.SYMBOL:
+        target = resolve_symbol(a, at.ref.path[:at.component + 1], unit.base + at.ref.start)
+        if target is None:
+            return []
+    else:
+        ops = list(unit.result.ops)
+        found = nav.references(ops, at)
+        definition_at = nav.definition(ops, at)
+        return [_absolute(r, unit.base) for r in found
+                if include_declaration or definition_at is None
+                or r.start != definition_at.start]
+    return _symbol_references(a, target, include_declaration)
+
+
+def _container_symbol_at(a: DocumentAnalysis, offset: int) -> SymbolNode | None:
+    """The container (`gpu.module @kernels`) whose symbol name is at `offset`."""
+    for node in _walk_symbols(document_symbols(a)):
+        if node.table and node.selection[0] <= offset <= node.selection[1] \
+                and node.name.startswith("@"):
+            return node
+    return None
+
+
+def _walk_symbols(nodes: list[SymbolNode]):
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))
+
+
+def resolve_symbol(a: DocumentAnalysis, path: tuple[str, ...], offset: int) -> SymbolNode | None:
+    """The op `@a::@b` names when written at `offset`: `@a` is looked up in the symbol
+    tables around the offset, innermost first (MLIR's `lookupNearestSymbolFrom`, then
+    outward), and each further name inside the symbol found before it."""
+    roots = document_symbols(a)
+    chunk = next(((s, e) for s, e in a.chunks if s <= offset <= e), None)
+    tables: list[list[SymbolNode]] = [
+        [n for n in roots if chunk is None or chunk[0] <= n.start <= chunk[1]]]
+    level = tables[0]
+    while True:
+        holder = next((n for n in level if n.start <= offset <= n.end), None)
+        if holder is None:
+            break
+        if holder.table:
+            tables.append(holder.children)
+        level = holder.children
+    for table in reversed(tables):
+        node = _lookup(table, path[0])
+        if node is None:
+            continue
+        for name in path[1:]:
+            node = _lookup(node.children, name)
+            if node is None:
+                return None
+        return node
+    return None
+
+
+def _lookup(nodes: list[SymbolNode], name: str) -> SymbolNode | None:
+    return next((n for n in nodes if n.name == name), None)
+
+
+def _symbol_references(a: DocumentAnalysis, target: SymbolNode,
+                       include_declaration: bool) -> list[Span]:
+    found = [Span(*target.selection)] if include_declaration else []
+    name = target.name
+    for unit in a.units:
+        if name not in unit.result.source:
+            continue
+        for top in unit.result.ops:
+            for op in top.walk():
+                for ref in op.symbols:
+                    if name not in ref.path:
+                        continue
+                    if op.symbol_name is not None and ref.start == op.symbol_name.start:
+                        continue  # a definition, not a reference
+                    at = unit.base + ref.start
+                    k = ref.path.index(name)
+                    if resolve_symbol(a, ref.path[:k + 1], at) is target:
+                        offset = at + sum(len(p) + 2 for p in ref.path[:k])
+                        found.append(Span(offset, offset + len(name)))
+    found.sort(key=lambda s: s.start)
+    return found
+
+
+# -- the rewrite, explained ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Hint:
+    """An inlay hint: `label` shown at `offset`, padded on the given sides."""
+
+    offset: int
+    label: str
+    pad_left: bool
+    pad_right: bool
+    tooltip: str
+
+
+def _function_of(result, op: Op) -> FunctionRewrite | None:
+    for rw in result.rewrites:
+        if rw.func.start <= op.start and op.end <= rw.func.end:
+            return rw
+    return None
+
+
+def unit_hints(result) -> list[Hint]:
+    """The inlay hints of one unit, at offsets relative to it (kept with the unit)."""
+    cached = result.memo.get("hints")
+    if cached is not None:
+        return cached
+    hints: list[Hint] = []
+    ops = list(result.ops)
+    for rw in result.rewrites:
+        if rw.rewritable:
+            why = f"What `Make GPU ops in {rw.name} asynchronous` would do"
+            for step in rw.steps:
+                if isinstance(step, AsyncStep):
+                    if step.fresh_wait:
+                        hints.append(Hint(step.op.start, f"{step.dependency} = gpu.wait async",
+                                          False, True, why))
+                    hints.append(Hint(step.op.end, f"async [{step.dependency}] → {step.token}",
+                                      True, False, why))
+                else:
+                    hints.append(Hint(step.offset, f"⏸ gpu.wait [{step.token}]", False, True,
+                                      why + ": " + _wait_reason(step)))
+        else:
+            for top in [rw.func]:
+                for op in top.walk():
+                    g = op.gpu
+                    if g is None or not g.deps or g.deps_close is None:
+                        continue
+                    waits = ", ".join(f"{d.name}{'#' + str(d.index) if d.index is not None else ''}"
+                                      f" ({_producer(ops, d)})" for d in g.deps)
+                    hints.append(Hint(g.deps_close, f"waits on {waits}", True, False,
+                                      "The tokens this op waits on, and the ops that make them"))
+    hints.sort(key=lambda h: h.offset)
+    result.memo["hints"] = hints
+    return hints
+
+
+def _producer(ops: list[Op], ref) -> str:
+    """What made the token `ref` names: the op whose result it is, or `argument`."""
+    target = nav.value_definition(ops, ref.name, ref.start)
+    if target is None:
+        return "undefined"
+    op = nav.op_at(ops, target.start)
+    if op is not None and any(r.start == target.start for r in op.results):
+        return op.name
+    return "argument"
+
+
+def _wait_reason(step: WaitStep) -> str:
+    if step.reason == BLOCK_END:
+        return "the end of the block (its terminator is implicit) must not leave GPU work pending"
+    op = step.before.name
+    if step.reason == TERMINATOR:
+        return f"`{op}` is a terminator: GPU work must be done before the block is left"
+    return f"`{op}` has side effects the host can observe: GPU work must be done first"
+
+
+def inlay_hints(a: DocumentAnalysis, start: int, end: int) -> list[tuple[PlacedUnit, Hint]]:
+    """The hints in [start, end], with the unit each belongs to (offsets relative to it)."""
+    out = []
+    for unit in a.units_between(start, end):
+        for hint in unit_hints(unit.result):
+            if start <= hint.offset + unit.base <= end:
+                out.append((unit, hint))
+    return out
+
+
+def hover(a: DocumentAnalysis, offset: int, line_of) -> tuple[str, Span] | None:
+    """Markdown for the op at `offset` when the rewrite has something to say about it:
+    an async GPU op (what it becomes, what it waits on, who waits for its token, or why it
+    stays as it is), a pre-existing `gpu.wait`, or a host op that gets a `gpu.wait` before
+    it. `line_of(offset)` gives 1-based line numbers of absolute offsets."""
+    unit = a.unit_at(offset)
+    if unit is None:
+        return None
+    result = unit.result
+    ops = list(result.ops)
+    op = nav.op_at(ops, offset - unit.base)
+    if op is None or offset - unit.base > op.name_end and op.regions:
+        return None
+    base = unit.base
+    rw = _function_of(result, op)
+    if rw is None:
+        if op.name.startswith("gpu.") and (is_async_interface_op(op.name)
+                                           or op.name == "gpu.launch"):
+            return (f"**{op.name}**\n\nNot in a host `func.func`: the async rewrite leaves it "
+                    "as it is.", Span(op.name_start + base, op.name_end + base))
+        return None
+
+    def line(rel: int) -> int:
+        return line_of(rel + base)
+
+    span = Span(op.name_start + base, op.name_end + base)
+    parts = [f"**{op.name}** in `{rw.name}`"]
+    blocker = next((b for b in rw.blockers if b.start == op.name_start), None)
+    if blocker is not None:
+        parts.append(_blocker_text(blocker.code, op, ops))
+        if rw.sync_ops:
+            n = len(rw.sync_ops)
+            parts.append(f"It blocks the rewrite of `{rw.name}`: its {n} synchronous GPU "
+                         f"op{'s' if n != 1 else ''} stay synchronous.")
+        return "\n\n".join(parts), span
+    step = next((s for s in rw.steps if isinstance(s, AsyncStep) and s.op is op), None)
+    waits_before = [s for s in rw.steps if isinstance(s, WaitStep) and s.before is op]
+    if step is None and not waits_before:
+        if is_async_interface_op(op.name) and is_already_async(op):
+            return "\n\n".join(parts + [_blocker_text(F.ALREADY_ASYNC, op, ops)]), span
+        return None
+    if not rw.rewritable:
+        first = rw.blockers[0]
+        parts.append(f"Stays synchronous: the rewrite of `{rw.name}` is blocked by "
+                     f"{_plain(first.message)} (line {line(first.start)}).")
+        return "\n\n".join(parts), span
+    if step is not None:
+        parts.append("The async rewrite makes it:\n\n```mlir\n"
+                     + _rewritten(result.source, rw, op) + "\n```")
+        if step.fresh_wait:
+            bullets = [f"- waits on `{step.dependency}`, from a `gpu.wait async` inserted "
+                       "before it (no GPU work is pending at this point)"]
+        else:
+            producer = next(s for s in rw.steps
+                            if isinstance(s, AsyncStep) and s.token == step.dependency)
+            bullets = [f"- waits on `{step.dependency}`, the token of "
+                       f"`{producer.op.name}` (line {line(producer.op.start)})"]
+        bullets.append(f"- produces `{step.token}`")
+        bullets.append("- " + _consumer(rw, step.token, line))
+        parts.append("\n".join(bullets))
+    for wait in waits_before:
+        parts.append(f"A `gpu.wait [{wait.token}]` is inserted before it: {_wait_reason(wait)}.")
+    return "\n\n".join(parts), span
+
+
+def _consumer(rw: FunctionRewrite, token: str, line) -> str:
+    for s in rw.steps:
+        if isinstance(s, AsyncStep) and s.dependency == token:
+            return f"`{token}` is awaited by `{s.op.name}` (line {line(s.op.start)})"
+        if isinstance(s, WaitStep) and s.token == token:
+            if s.before is None:
+                return (f"the host waits for `{token}` at the end of the block "
+                        f"(line {line(s.offset)}): its terminator is implicit")
+            why = "is a terminator" if s.reason == TERMINATOR else "has side effects"
+            return (f"the host waits for `{token}` (`gpu.wait [{token}]`) before "
+                    f"`{s.before.name}` (line {line(s.before.start)}), which {why}")
+    return f"nothing waits for `{token}`"
+
+
+def _rewritten(source: str, rw: FunctionRewrite, op: Op) -> str:
+    """The op's text as the rewrite leaves it (with a `gpu.wait async` put before it)."""
+    edits = [TextEdit(e.start - op.start, e.end - op.start, e.new_text) for e in rw.edits
+             if op.start <= e.start and e.end <= op.end]
+    text = apply_edits(source[op.start:op.end], edits)
+    return "\n".join(line.strip() for line in text.splitlines())
+
+
+def _plain(message: str) -> str:
+    """`'gpu.wait' op unexpected pre-existing gpu.wait` -> `unexpected pre-existing gpu.wait`."""
+    m = re.match(r"'([\w.$]+)' op (.*)", message)
+    if m is None:
+        return message
+    rest = m.group(2)
+    return rest if m.group(1) in rest else f"`{m.group(1)}` that {rest}"
+
+
+def _blocker_text(code: str, op: Op, ops: list[Op]) -> str:
+    if code == F.PRE_EXISTING_WAIT:
+        return ("A pre-existing `gpu.wait`: the original `-gpu-async-region` pass refuses "
+                "functions that already synchronize by hand (remove it to let the rewrite "
+                "thread tokens).")
+    if code == F.ALREADY_ASYNC:
+        text = "Already asynchronous"
+        if op.gpu is not None and op.gpu.deps:
+            text += ": waits on " + ", ".join(f"`{d.name}` ({_producer(ops, d)})"
+                                              for d in op.gpu.deps)
+        return text + "."
+    if code == F.LAUNCH_NOT_OUTLINED:
+        return ("Not outlined: replace `gpu.launch` with `gpu.launch_func` first "
+                "(`-gpu-kernel-outlining`).")
+    if code == F.ASYNC_OP_WITH_REGIONS:
+        return "An async GPU op with regions: the pass does not rewrite those."
+    return "Written in generic form: the rewrite cannot edit it in place."
+
+
+# -- code lens ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lens:
+    anchor: tuple[int, int]
+    title: str
+    function: str
+    blocker: tuple[int, int] | None  # None: the lens applies the rewrite
+
+
+def code_lenses(a: DocumentAnalysis, start: int = 0, end: int | None = None,
+                line_of=None) -> list[Lens]:
+    """One lens per host function the rewrite can change (`3 GPU ops run synchronously ·
+    Make asynchronous`) or that it would change but cannot (the first blocker, its line)."""
+    end = len(a.text) if end is None else end
+    out = []
+    for fn in a.functions_between(start, end):
+        lens = function_lens(fn, a.strict, line_of)
+        if lens is not None:
+            out.append(lens)
+    return out
+
+
+def function_lens(fn: FunctionInfo, strict: bool, line_of) -> Lens | None:
+    if fn.rewritable:
+        n = fn.sync_ops
+        return Lens(fn.anchor, f"{n} GPU op{'s' if n != 1 else ''} run"
+                    f"{'s' if n == 1 else ''} synchronously · Make asynchronous", fn.name, None)
+    if fn.first_blocker and (fn.sync_ops or strict):
+        where = f" (line {line_of(fn.blocker_span[0])})" if line_of else ""
+        return Lens(fn.anchor, f"async rewrite blocked: {_plain(fn.first_blocker)}{where}",
+                    fn.name, fn.blocker_span)
+    return None
