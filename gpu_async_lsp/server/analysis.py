@@ -199,6 +199,12 @@ class DocumentAnalysis:
     def any_rewritable(self) -> bool:
         return any(fn.rewritable for u in self.units for fn in u.result.functions)
 
+    def functions_named(self, name: str) -> list[FunctionInfo]:
+        """The host functions called `name` (`@f`; split files repeat names), in text order,
+        at absolute offsets."""
+        return [_shift_function(fn, u.base) for u in self.units
+                for fn in u.result.functions if fn.name == name]
+
     def functions_between(self, start: int, end: int) -> list[FunctionInfo]:
         """The host functions that overlap [start, end], at absolute offsets."""
         return [_shift_function(fn, u.base) for u in self.units for fn in u.result.functions

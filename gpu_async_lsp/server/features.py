@@ -494,26 +494,32 @@ class Lens:
     blocker: tuple[int, int] | None  # None: the lens applies the rewrite
 
 
-def code_lenses(a: DocumentAnalysis, start: int = 0, end: int | None = None,
-                line_of=None) -> list[Lens]:
+def code_lenses(a: DocumentAnalysis, line_of=None) -> list[tuple[Lens, int]]:
     """One lens per host function the rewrite can change (`3 GPU ops run synchronously ·
-    Make asynchronous`) or that it would change but cannot (the first blocker, its line)."""
-    end = len(a.text) if end is None else end
+    Make asynchronous`) or that it would change but cannot (the first blocker, its line), at
+    absolute offsets, with which of the functions of its name it is (split files repeat
+    names). Functions are not moved to absolute offsets: only what a lens shows is."""
     out = []
-    for fn in a.functions_between(start, end):
-        lens = function_lens(fn, a.strict, line_of)
-        if lens is not None:
-            out.append(lens)
+    seen: dict[str, int] = {}
+    for unit in a.units:
+        for fn in unit.result.functions:
+            nth = seen.get(fn.name, 0)
+            seen[fn.name] = nth + 1
+            lens = function_lens(fn, a.strict, line_of, unit.base)
+            if lens is not None:
+                out.append((lens, nth))
     return out
 
 
-def function_lens(fn: FunctionInfo, strict: bool, line_of) -> Lens | None:
+def function_lens(fn: FunctionInfo, strict: bool, line_of, base: int = 0) -> Lens | None:
+    anchor = (fn.anchor[0] + base, fn.anchor[1] + base)
     if fn.rewritable:
         n = fn.sync_ops
-        return Lens(fn.anchor, f"{n} GPU op{'s' if n != 1 else ''} run"
+        return Lens(anchor, f"{n} GPU op{'s' if n != 1 else ''} run"
                     f"{'s' if n == 1 else ''} synchronously · Make asynchronous", fn.name, None)
     if fn.first_blocker and (fn.sync_ops or strict):
-        where = f" (line {line_of(fn.blocker_span[0])})" if line_of else ""
-        return Lens(fn.anchor, f"async rewrite blocked: {_plain(fn.first_blocker)}{where}",
-                    fn.name, fn.blocker_span)
+        blocker = (fn.blocker_span[0] + base, fn.blocker_span[1] + base)
+        where = f" (line {line_of(blocker[0])})" if line_of else ""
+        return Lens(anchor, f"async rewrite blocked: {_plain(fn.first_blocker)}{where}",
+                    fn.name, blocker)
     return None

@@ -364,18 +364,13 @@ class GpuAsyncServer(LanguageServer):
         if cached is not None:
             return cached
         index = state.line_index()
-        seen: dict[str, int] = {}
         lenses = []
-        for fn in a.functions:
-            nth = seen.get(fn.name, 0)
-            seen[fn.name] = nth + 1
-            lens = features.function_lens(fn, a.strict, lambda o: index.line_of(o) + 1)
-            if lens is None:
-                continue
+        for lens, nth in features.code_lenses(a, lambda o: index.line_of(o) + 1):
             command = SHOW_BLOCKER_COMMAND if lens.blocker else MAKE_ASYNC_COMMAND
             lenses.append(lsp.CodeLens(
                 convert.lsp_range(index, lens.anchor[0], lens.anchor[1], encoding),
-                lsp.Command(lens.title, command, arguments=[state.uri, fn.name, nth, a.version])))
+                lsp.Command(lens.title, command,
+                            arguments=[state.uri, lens.function, nth, a.version])))
         a.memo[key] = lenses
         return lenses
 
@@ -383,7 +378,7 @@ class GpuAsyncServer(LanguageServer):
         """The function a lens command names (uri, `@f`, n-th of that name[, version])."""
         if len(args) < 3 or not isinstance(args[1], str) or not isinstance(args[2], int):
             raise JsonRpcInvalidParams("expected [uri, function name, index, version]")
-        matches = [fn for fn in state.analysis.functions if fn.name == args[1]]
+        matches = state.analysis.functions_named(args[1])
         if args[2] < 0 or args[2] >= len(matches):
             raise JsonRpcInvalidParams(f"no function {args[1]} in {state.uri}")
         return matches[args[2]]

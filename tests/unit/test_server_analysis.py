@@ -11,9 +11,18 @@ from gpu_async_lsp.server.analysis import Analyzer, changed_span
 
 
 def _snapshot(a):
+    from gpu_async_lsp.server import features
+    from gpu_async_lsp.text import LineIndex
+
+    def symbols(nodes):
+        return [(n.name, n.detail, n.start, n.end, n.selection, symbols(n.children))
+                for n in nodes]
+
+    hints = [(u.base + h.offset, h.label) for u, h in features.inlay_hints(a, 0, len(a.text))]
     return ([(f.code, f.start, f.end, f.message, f.related) for f in a.findings],
             [(fn.name, fn.start, fn.end, fn.anchor, fn.rewritable, fn.edits) for fn in a.functions],
-            a.has_syntax_errors)
+            a.has_syntax_errors, a.containers, a.chunks, symbols(features.document_symbols(a)),
+            features.folding_ranges(a, LineIndex(a.text)), hints)
 
 
 def test_server_analysis_changed_span_finds_the_differing_region():

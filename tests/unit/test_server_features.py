@@ -1,0 +1,266 @@
+"""Editor features answered from the stored analysis (gpu_async_lsp/server/features.py):
+inlay hints and hover that preview the rewrite, code lenses, the outline, folding, and symbol
+resolution across units. The protocol side is tested in tests/e2e."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from pathlib import Path
+
+import pytest
+
+from gpu_async_lsp.async_region import analyze
+from gpu_async_lsp.edits import apply_edits, sort_edits
+from gpu_async_lsp.server import features
+from gpu_async_lsp.server.analysis import Analyzer
+from gpu_async_lsp.text import LineIndex
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+REWRITTEN = sorted(p for p in FIXTURES.glob("*.mlir")
+                   if not p.name.endswith(".expected.mlir")
+                   and p.with_name(p.stem + ".expected.mlir").exists())
+
+
+def analysis(text: str, strict: bool = False):
+    return Analyzer(strict=strict).analyze(text, 1)
+
+
+def hints_of(text: str) -> list[tuple[int, str]]:
+    a = analysis(text)
+    return [(u.base + h.offset, h.label) for u, h in features.inlay_hints(a, 0, len(text))]
+
+
+@pytest.mark.parametrize("path", REWRITTEN, ids=lambda p: p.name)
+def test_features_inlay_hints_preview_exactly_what_the_fix_inserts(path):
+    """Each hint names what the rewrite writes at its place: the `gpu.wait`s it inserts
+    (one hint each) and, on each op it makes async, the dependency and the new token."""
+    text = path.read_text(encoding="utf-8")
+    edits = sort_edits(analyze(text).edits())
+    fixed = apply_edits(text, edits)
+    starts = [e.start for e in edits]
+    shift = [0]
+    for e in edits:
+        shift.append(shift[-1] + len(e.new_text) - (e.end - e.start))
+
+    def moved(offset: int) -> int:  # before the insertions made at `offset`
+        return offset + shift[bisect.bisect_left(starts, offset)]
+
+    def line_at(offset: int) -> str:
+        return fixed[fixed.rfind("\n", 0, offset) + 1:fixed.find("\n", offset)].strip()
+
+    hints = hints_of(text)
+    waits = 0
+    for offset, label in hints:
+        if label.startswith("waits on "):
+            continue  # threaded code the fix leaves alone
+        if label.startswith("⏸ "):
+            waits += 1
+            # Before the op at the hint; at a block's end, on its own line before the `}`.
+            statement = label[2:]
+            line_start = text.rfind("\n", 0, offset) + 1
+            assert statement in fixed[moved(line_start):moved(offset) + len(statement)], (
+                label, line_at(moved(offset)))
+        elif label.endswith(" = gpu.wait async"):
+            waits += 1
+            assert fixed[moved(offset):].startswith(label), (label, line_at(moved(offset)))
+        else:
+            m = re.fullmatch(r"async \[(%\w+)\] → (%\w+)", label)
+            assert m, label
+            # The op's text, up to the hint, as the fix leaves it (ops may span lines).
+            end = moved(offset)
+            op_text = fixed[fixed.rfind("\n", 0, fixed.rfind(m.group(2), 0, end)) + 1:end]
+            assert f"async [{m.group(1)}" in op_text, (label, op_text)
+            assert re.search(rf"{re.escape(m.group(2))}\b[^=\n]*=", op_text), (label, op_text)
+    assert waits == fixed.count("gpu.wait") - text.count("gpu.wait")
+    assert sum("→" in label for _, label in hints) == sum(
+        len(fn.sync_ops) for fn in analyze(text).functions if fn.rewritable)
+
+
+THREADED = """\
+func.func @threaded(%n: index, %dep: !gpu.async.token) {
+  %t0 = gpu.wait async
+  %a, %t1 = gpu.alloc async [%t0] (%n) : memref<?xf32>
+  %t2 = gpu.dealloc async [%t1, %dep] %a : memref<?xf32>
+  gpu.wait [%t2]
+  return
+}
+"""
+
+
+def test_features_inlay_hints_in_threaded_code_name_the_tokens_waited_on():
+    assert [label for _, label in hints_of(THREADED)] == [
+        "waits on %t0 (gpu.wait)",
+        "waits on %t1 (gpu.alloc), %dep (argument)",
+        "waits on %t2 (gpu.dealloc)",
+    ]
+    # After the `]` of the dependency list.
+    offset, _ = hints_of(THREADED)[1]
+    assert THREADED[offset - 1] == "]"
+
+
+def test_features_inlay_hints_of_a_range_only_those_in_it():
+    text = "".join(f"func.func @f{i}(%n: index) {{\n  %a = gpu.alloc (%n) : memref<?xf32>\n"
+                   "  return\n}\n" for i in range(50))
+    a = analysis(text)
+    index = LineIndex(text)
+    found = features.inlay_hints(a, index.line_start(20), index.line_start(24))
+    assert [(index.line_of(u.base + h.offset), h.label) for u, h in found] == [
+        (21, "%t0 = gpu.wait async"), (21, "async [%t0] → %t1"), (22, "⏸ gpu.wait [%t1]")]
+
+
+DOC = """\
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @kernel() kernel {
+      gpu.return
+    }
+  }
+  gpu.module @other {
+    gpu.func @kernel() kernel {
+      gpu.return
+    }
+  }
+  func.func @scale(%n: index) {
+    %c1 = arith.constant 1 : index
+    %buf = gpu.alloc (%n) : memref<?xf32>
+    gpu.launch_func @kernels::@kernel blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    gpu.launch_func @other::@kernel blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    %v = memref.load %buf[%c1] : memref<?xf32>
+    return
+  }
+  func.func @blocked(%n: index) {
+    %b = gpu.alloc (%n) : memref<?xf32>
+    gpu.wait
+    return
+  }
+}
+"""
+
+
+def line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def test_features_nested_symbol_reference_resolves_each_component():
+    a = analysis(DOC)
+    use = DOC.index("@other::@kernel")
+    [module] = features.definition(a, use + 2)
+    [kernel] = features.definition(a, use + len("@other::@") + 2)
+    assert (line(DOC, module.start), DOC[module.start:module.end]) == (7, "@other")
+    assert (line(DOC, kernel.start), DOC[kernel.start:kernel.end]) == (8, "@kernel")
+    [kernel] = features.definition(a, DOC.index("@kernels::@kernel") + len("@kernels::@") + 1)
+    assert line(DOC, kernel.start) == 3
+
+
+def test_features_symbol_references_are_found_across_units():
+    a = analysis(DOC)
+    refs = features.references(a, DOC.index("@kernels {") + 2)
+    assert [(line(DOC, s.start), DOC[s.start:s.end]) for s in refs] == [
+        (2, "@kernels"), (15, "@kernels")]
+    refs = features.references(a, DOC.index("@kernel()") + 2, include_declaration=False)
+    assert [(line(DOC, s.start), DOC[s.start:s.end]) for s in refs] == [(15, "@kernel")]
+
+
+def outline(nodes, depth=0):
+    out = []
+    for n in nodes:
+        out.append(("  " * depth) + f"{n.detail} {n.name}")
+        out.extend(outline(n.children, depth + 1))
+    return out
+
+
+def test_features_document_symbols_nest_modules_and_functions():
+    assert outline(features.document_symbols(analysis(DOC))) == [
+        "builtin.module module",
+        "  gpu.module @kernels", "    gpu.func @kernel",
+        "  gpu.module @other", "    gpu.func @kernel",
+        "  func.func @scale", "  func.func @blocked"]
+
+
+def test_features_document_symbols_survive_a_syntax_error_in_one_function():
+    broken = DOC.replace("%c1 = arith.constant 1 : index", "%c1 = arith.constant 1 : (")
+    a = analysis(broken)
+    assert a.has_syntax_errors
+    assert outline(features.document_symbols(a)) == outline(
+        features.document_symbols(analysis(DOC)))
+
+
+def test_features_folding_ranges_for_regions_and_split_chunks():
+    text = "func.func @a() {\n  return\n}\n// -----\nfunc.func @b() {\n  scf.if %c {\n" \
+           "    \"test.op\"() : () -> ()\n  }\n  return\n}\n"
+    a = analysis(text)
+    assert features.folding_ranges(a, LineIndex(text)) == [
+        (0, 1, "region"), (0, 2, "chunk"), (3, 9, "chunk"), (4, 8, "region"),
+        (5, 6, "region")]
+
+
+def hover_text(text: str, needle: str, occurrence: int = 0) -> str | None:
+    a = analysis(text)
+    index = LineIndex(text)
+    at = -1
+    for _ in range(occurrence + 1):
+        at = text.index(needle, at + 1)
+    found = features.hover(a, at + 1, lambda o: index.line_of(o) + 1)
+    return found[0] if found else None
+
+
+def test_features_hover_on_a_rewritten_op_shows_its_new_form_and_tokens():
+    text = hover_text(DOC, "gpu.launch_func @kernels")
+    assert "%t2 = gpu.launch_func async [%t1] @kernels::@kernel" in text
+    assert "waits on `%t1`, the token of `gpu.alloc` (line 14)" in text
+    assert "- produces `%t2`" in text
+    assert "`%t2` is awaited by `gpu.launch_func` (line 16)" in text
+    last = hover_text(DOC, "gpu.launch_func @other")
+    assert "before `memref.load` (line 17), which has side effects" in last
+
+
+def test_features_hover_on_a_host_op_explains_the_wait_before_it():
+    text = hover_text(DOC, "memref.load")
+    assert "A `gpu.wait [%t3]` is inserted before it" in text
+    assert "side effects" in text
+
+
+def test_features_hover_in_a_blocked_function_names_the_blocker():
+    assert "blocked by unexpected pre-existing gpu.wait (line 22)" in hover_text(
+        DOC, "gpu.alloc", 1)
+    assert "pre-existing `gpu.wait`" in hover_text(DOC, "gpu.wait\n")
+
+
+def test_features_hover_on_an_already_async_op_names_its_producers():
+    text = hover_text(THREADED, "gpu.dealloc")
+    assert "Already asynchronous: waits on `%t1` (gpu.alloc), `%dep` (argument)" in text
+
+
+def test_features_hover_elsewhere_is_empty():
+    assert hover_text(DOC, "arith.constant") is None
+    assert hover_text(DOC, "gpu.return") is None
+    assert "leaves it" in hover_text(DOC.replace("gpu.return", "gpu.barrier\n      gpu.return")
+                                     .replace("gpu.barrier", "gpu.memset %x, %y : memref<?xf32>, f32", 1),
+                                     "gpu.memset")
+
+
+def lenses(text: str, strict: bool = False):
+    a = analysis(text, strict)
+    index = LineIndex(text)
+    return [(lens.title, line(text, lens.anchor[0]), nth)
+            for lens, nth in features.code_lenses(a, lambda o: index.line_of(o) + 1)]
+
+
+def test_features_code_lenses_for_rewritable_and_blocked_functions():
+    assert lenses(DOC) == [
+        ("3 GPU ops run synchronously · Make asynchronous", 12, 0),
+        ("async rewrite blocked: unexpected pre-existing gpu.wait (line 22)", 20, 0)]
+
+
+def test_features_code_lens_on_one_op_is_singular_and_names_repeat_per_chunk():
+    one = "func.func @f(%n: index) {\n  %a = gpu.alloc (%n) : memref<?xf32>\n  return\n}\n"
+    assert lenses(one + "// -----\n" + one) == [
+        ("1 GPU op runs synchronously · Make asynchronous", 1, 0),
+        ("1 GPU op runs synchronously · Make asynchronous", 6, 1)]
+
+
+def test_features_code_lens_on_threaded_code_only_in_strict_mode():
+    assert lenses(THREADED) == []
+    assert lenses(THREADED, strict=True) == [
+        ("async rewrite blocked: unexpected pre-existing gpu.wait (line 2)", 1, 0)]
