@@ -356,6 +356,17 @@ class GpuAsyncServer(LanguageServer):
 
     # -- code lens ----------------------------------------------------------------------------
 
+    def refresh_views(self) -> None:
+        """Ask the client to request code lenses and inlay hints again (settings change what
+        they show; e.g. strict mode adds lenses on blocked functions)."""
+        workspace = self.client_capabilities.workspace
+        if workspace is None:
+            return
+        if workspace.code_lens and workspace.code_lens.refresh_support:
+            self.protocol.send_request(lsp.WORKSPACE_CODE_LENS_REFRESH, None)
+        if workspace.inlay_hint and workspace.inlay_hint.refresh_support:
+            self.protocol.send_request(lsp.WORKSPACE_INLAY_HINT_REFRESH, None)
+
     def code_lenses(self, state: DocState) -> list[lsp.CodeLens]:
         a = state.analysis
         encoding = self.encoding
@@ -403,6 +414,7 @@ def build_server() -> GpuAsyncServer:
         for uri, state in list(ls.docs.items()):
             if not state.closed and ls.current(uri) is not None:
                 ls.schedule(uri)
+        ls.refresh_views()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GpuAsyncServer, params: lsp.DidOpenTextDocumentParams):
@@ -458,6 +470,13 @@ def build_server() -> GpuAsyncServer:
         if state is None:
             raise JsonRpcInvalidParams(f"{args[0]} is not an open MLIR document")
         fn = ls.lens_function(state, args)
+        workspace = ls.client_capabilities.workspace
+        if not (workspace and workspace.apply_edit):
+            ls.window_show_message(lsp.ShowMessageParams(
+                lsp.MessageType.Warning,
+                "gpu-async-lsp: this client cannot apply edits sent by the server; use the "
+                f"code action 'Make GPU ops in {fn.name} asynchronous' instead"))
+            return {"applied": False}
         if not fn.rewritable:
             ls.window_show_message(lsp.ShowMessageParams(
                 lsp.MessageType.Warning,
@@ -513,7 +532,13 @@ def build_server() -> GpuAsyncServer:
         if found is None:
             return None
         markdown, span = found
-        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown),
+        caps = ls.client_capabilities.text_document
+        formats = caps.hover.content_format if caps and caps.hover else None
+        # Plain text only for a client that lists formats without Markdown (the Markdown
+        # we write reads as text).
+        kind = lsp.MarkupKind.PlainText if formats and lsp.MarkupKind.Markdown not in formats \
+            else lsp.MarkupKind.Markdown
+        return lsp.Hover(lsp.MarkupContent(kind, markdown),
                          convert.lsp_range(index, span.start, span.end, ls.encoding))
 
     # -- navigation ---------------------------------------------------------------------------
@@ -525,24 +550,44 @@ def build_server() -> GpuAsyncServer:
             return []
         index = state.line_index()
         encoding = ls.encoding
+        nodes = features.document_symbols(state.analysis)
 
-        def convert_node(node: features.SymbolNode) -> lsp.DocumentSymbol:
-            return lsp.DocumentSymbol(
-                node.name, convert.SYMBOL_KINDS[node.kind],
-                convert.lsp_range(index, node.start, node.end, encoding),
-                convert.lsp_range(index, node.selection[0], node.selection[1], encoding),
-                detail=node.detail, children=[convert_node(c) for c in node.children])
+        def rng(start: int, end: int) -> lsp.Range:
+            return convert.lsp_range(index, start, end, encoding)
 
-        return [convert_node(n) for n in features.document_symbols(state.analysis)]
+        caps = ls.client_capabilities.text_document
+        symbol_caps = caps.document_symbol if caps else None
+        if symbol_caps and symbol_caps.hierarchical_document_symbol_support:
+            def tree(node: features.SymbolNode) -> lsp.DocumentSymbol:
+                return lsp.DocumentSymbol(
+                    node.name, convert.SYMBOL_KINDS[node.kind], rng(node.start, node.end),
+                    rng(*node.selection), detail=node.detail,
+                    children=[tree(c) for c in node.children])
+
+            return [tree(n) for n in nodes]
+        # A client without hierarchy support gets the flat list, each with its container.
+        flat = []
+        stack = [(n, None) for n in reversed(nodes)]
+        while stack:
+            node, parent = stack.pop()
+            flat.append(lsp.SymbolInformation(
+                lsp.Location(state.uri, rng(node.start, node.end)), node.name,
+                convert.SYMBOL_KINDS[node.kind], container_name=parent))
+            stack.extend((c, node.name) for c in reversed(node.children))
+        return flat
 
     @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
     async def folding_range(ls: GpuAsyncServer, params: lsp.FoldingRangeParams):
         state = await ls.analysis_of(params.text_document.uri)
         if state is None:
             return []
+        found = features.folding_ranges(state.analysis, state.line_index())
+        caps = ls.client_capabilities.text_document
+        limit = caps.folding_range.range_limit if caps and caps.folding_range else None
+        if limit is not None:
+            found = found[:max(limit, 0)]
         return [lsp.FoldingRange(first, last, kind=lsp.FoldingRangeKind.Region)
-                for first, last, _ in features.folding_ranges(state.analysis,
-                                                              state.line_index())]
+                for first, last, _ in found]
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls: GpuAsyncServer, params: lsp.DefinitionParams):

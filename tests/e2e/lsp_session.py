@@ -178,6 +178,7 @@ def _make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     client.publications = []  # type: ignore[attr-defined]
     client.registrations = []  # type: ignore[attr-defined]
+    client.applied_edits = []  # type: ignore[attr-defined]
 
     def publish(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
         ls.diagnostics[params.uri] = params.diagnostics
@@ -189,7 +190,14 @@ def _make_client() -> LanguageClient:
     def unregister(ls: LanguageClient, params: types.UnregistrationParams) -> None:
         return None
 
+    def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams
+                   ) -> types.ApplyWorkspaceEditResult:
+        """workspace/applyEdit: kept for the test, which applies it to its copy."""
+        ls.applied_edits.append(params)  # type: ignore[attr-defined]
+        return types.ApplyWorkspaceEditResult(applied=True)
+
     features = dict(DEFAULT_CLIENT_FEATURES)
+    features[types.WORKSPACE_APPLY_EDIT] = apply_edit
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
     features[types.CLIENT_REGISTER_CAPABILITY] = register
     features[types.CLIENT_UNREGISTER_CAPABILITY] = unregister
