@@ -10,6 +10,11 @@ asynchronous" on a file with synchronous GPU ops, saves, and waits for the file 
 `gpu-async-lsp check --fix` output; on the way it changes gpuAsyncLsp.severity in the user settings
 (the running server must follow) and runs "GPU Async: Restart Server". A second run points
 gpuAsyncLsp.server.command at a missing file and expects the error message with the fix.
+A third ("lens") checks what explains the rewrite on the file with synchronous GPU ops: the
+inlay hints rendered in its lines (VS Code's default `editor.inlayHints.enabled`, left as it
+is), the code lens above the function, hover on a GPU op, F12 from `@kernels::@scale` to the
+gpu.func; it clicks the lens, saves, and compares with `check --fix` again; then clicks the
+blocked file's lens, which selects the blocker (window/showDocument).
 Screenshots go to tests/artifacts/vscode/<scenario>/.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -35,7 +41,7 @@ VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp.vsix"
 DRIVER = Path(__file__).with_name("vscode_e2e.mjs")
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vscode"
 BLOCKED = ROOT / "examples" / "blocked.mlir"  # a gpu.wait written by hand: pre-existing-wait
-# Seconds. A run takes ~20 s; with these bounds both tests together end within 5 minutes.
+# Seconds. A run takes ~10-20 s; with these bounds the three tests end within 8 minutes.
 INSTALL_TIMEOUT = 40
 START_TIMEOUT = 30
 DRIVER_TIMEOUT = 70
@@ -115,6 +121,49 @@ def test_vscode_problems_settings_restart_and_code_action(tmp_path: Path) -> Non
 
 def test_vscode_server_not_found_message(tmp_path: Path) -> None:
     _run_driver(tmp_path, "missing-server", [str(tmp_path / "no-such-dir" / "gpu-async-lsp")])
+
+
+def test_vscode_code_lens_inlay_hints_hover_definition_shown_and_lens_rewrites(
+        tmp_path: Path) -> None:
+    workspace, expected = _run_driver(tmp_path, "lens", [sys.executable, "-m", "gpu_async_lsp"])
+    assert (workspace / "sync_ops.mlir").read_text() == expected
+
+
+def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: str) -> dict:
+    """What the "lens" scenario looks for, read off the fixture and the `check --fix` output:
+    the hint and hover of the first gpu.memcpy (the token it waits on and the one it makes),
+    the lens titles, and where F12 on `@kernels::@scale` and the blocked lens must land."""
+    sync_lines = sync_text.splitlines()
+    rewritten = re.search(r"(%t\d+) = gpu\.memcpy async \[(%t\d+)\]", expected)
+    assert rewritten, expected
+    token, dependency = rewritten.group(1), rewritten.group(2)
+    memcpy_line = next(i for i, line in enumerate(sync_lines, 1)
+                       if line.lstrip().startswith("gpu.memcpy"))
+    memcpy_text = sync_lines[memcpy_line - 1]
+    launch_line = next(i for i, line in enumerate(sync_lines, 1)
+                       if "gpu.launch_func @kernels::@" in line)
+    kernel = re.search(r"@kernels::(@\w+)", sync_lines[launch_line - 1])
+    kernel_line = next(i for i, line in enumerate(sync_lines, 1)
+                       if f"gpu.func {kernel.group(1)}(" in line)
+    rewrites = expected.count("async [") - sync_text.count("async [")
+    blocker_line = next(i for i, line in enumerate(blocked_text.splitlines(), 1)
+                        if line.lstrip().startswith("gpu.wait  //"))
+    return {
+        "hint": f"async [{dependency}] → {token}",
+        "hintedOp": memcpy_text.strip(),
+        # the wait the rewrite puts first, and the one it puts before `return`
+        "otherHints": ["%t0 = gpu.wait async", "⏸ gpu.wait ["],
+        "title": f"{rewrites} GPU ops run synchronously · Make asynchronous",
+        "funcText": f"func.func @{func_name}(",
+        "rewritten": rewritten.group(0),
+        "hover": {"line": memcpy_line, "column": memcpy_text.index("gpu.memcpy") + 1,
+                  "text": f"produces {token}"},
+        "definition": {"line": launch_line, "column": kernel.start(1) + 2,
+                       "target": kernel_line},
+        "blocked": {"line": blocker_line,
+                    "title": ("async rewrite blocked: unexpected pre-existing gpu.wait "
+                              f"(line {blocker_line})")},
+    }
 
 
 def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tuple[Path, str]:
@@ -219,6 +268,7 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tup
             "funcName": "scale",
             "line": func_line,
             "column": func_column,
+            "lens": _lens_config(sync_text, blocked_text, expected, "scale"),
         }))
         # Its own process group, so that a timeout also ends the Chromium it started.
         driver = subprocess.Popen([str(found["node"]), str(DRIVER), str(config)], env=env,

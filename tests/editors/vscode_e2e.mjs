@@ -8,8 +8,14 @@
 //   node vscode_e2e.mjs CONFIG.json
 // With scenario "missing-server" instead: the server command does not exist, and the error
 // message names the fix.
+// With scenario "lens": the editor features that explain the rewrite, on the file with
+// synchronous GPU ops: the inlay hints are rendered in the lines, the code lens sits above the
+// function, hover on a GPU op names the token it would produce, F12 on `@kernels::@scale` moves
+// to the gpu.func; clicking the lens rewrites the function (workspace/executeCommand answered
+// with workspace/applyEdit), and the saved file equals `check --fix` output. Then the blocked
+// file's lens, clicked, selects the blocker (window/showDocument).
 // CONFIG: {scenario, playwright, chromium, url, artifacts, settings, blocked, sync, expected,
-//          funcName, line, column}
+//          funcName, line, column, lens}
 import { createRequire } from "module";
 import * as fs from "fs";
 import * as path from "path";
@@ -68,6 +74,22 @@ async function openFile(page, name) {
   log(`opened ${name}`);
 }
 
+async function goTo(page, line, column) {
+  await runCommand(page, "Go to Line/Column...");
+  await page.keyboard.type(`${line}:${column}`);
+  await page.keyboard.press("Enter");
+}
+
+// Monaco renders spaces as U+00A0 in the view lines.
+const plain = (text) => text.replace(/\u00a0/g, " ");
+
+// The "Ln 10, Col 14" of the status bar.
+async function cursorLine(page) {
+  const text = await page.locator('[id="status.editor.selection"]').first().innerText();
+  const m = /Ln (\d+), Col (\d+)/.exec(text);
+  return m ? { line: Number(m[1]), column: Number(m[2]), text: text.trim() } : undefined;
+}
+
 const browser = await chromium.launch({
   executablePath: config.chromium,
   headless: true,
@@ -95,6 +117,87 @@ async function missingServer(page) {
   await shot(page, "server-not-found-message");
 }
 
+async function lensHintsHoverDefinition(page) {
+  const lens = config.lens;
+  await openFile(page, path.basename(config.sync));
+  const editor = page.locator(".monaco-editor").first();
+
+  // Inlay hints (on by default: editor.inlayHints.enabled) are text in the rendered line,
+  // after the op they describe.
+  const hinted = editor.locator(".view-line", { hasText: lens.hint }).first();
+  await hinted.waitFor({ state: "visible", timeout: 30000 });
+  const hintedText = plain(await hinted.innerText());
+  log(`hinted line: ${hintedText}`);
+  if (!hintedText.includes(lens.hintedOp) || hintedText.indexOf(lens.hintedOp) > hintedText.indexOf(lens.hint)) {
+    throw new Error(`the hint "${lens.hint}" is not after "${lens.hintedOp}": ${hintedText}`);
+  }
+  for (const other of lens.otherHints) {
+    await editor.locator(".view-line", { hasText: other }).first().waitFor({ state: "visible", timeout: 5000 });
+  }
+
+  // The code lens, right above the line of `func.func @F`.
+  const lensLink = editor.locator(".codelens-decoration a", { hasText: lens.title }).first();
+  await lensLink.waitFor({ state: "visible", timeout: 30000 });
+  const funcLine = editor.locator(".view-line", { hasText: lens.funcText }).first();
+  const lensBox = await lensLink.boundingBox();
+  const funcBox = await funcLine.boundingBox();
+  const gap = funcBox.y - (lensBox.y + lensBox.height);
+  log(`code lens "${(await lensLink.innerText()).trim()}", ${gap.toFixed(1)} px above the function`);
+  if (gap < -1 || gap > funcBox.height) {
+    throw new Error(`the code lens is not right above "${lens.funcText}" (gap ${gap} px)`);
+  }
+  await shot(page, "inlay-hints-and-code-lens");
+
+  // Hover on a GPU op: what the rewrite makes of it, with the token it produces.
+  await goTo(page, lens.hover.line, lens.hover.column);
+  await runCommand(page, "Show or Focus Hover");
+  const hover = page.locator(".monaco-hover:not(.hidden)", { hasText: lens.hover.text }).first();
+  await hover.waitFor({ state: "visible", timeout: 10000 });
+  log(`hover: ${plain(await hover.innerText()).replace(/\s+/g, " ").slice(0, 200)}`);
+  await shot(page, "hover-gpu-op");
+  await page.keyboard.press("Escape");
+
+  // Go to Definition (F12) on the kernel of `@kernels::@scale`: the cursor moves to gpu.func.
+  await goTo(page, lens.definition.line, lens.definition.column);
+  await until(`the cursor at line ${lens.definition.line}`, async () =>
+    (await cursorLine(page))?.line === lens.definition.line, 5000);
+  await page.keyboard.press("F12");
+  const at = await until(`F12 to move the cursor to line ${lens.definition.target}`, async () => {
+    const where = await cursorLine(page);
+    return where?.line === lens.definition.target ? where : undefined;
+  }, 10000);
+  log(`after F12: ${at.text}`);
+  await shot(page, "go-to-definition");
+
+  // Click the lens: the server runs its command and sends the edit; then save.
+  await lensLink.click();
+  await until("the editor to show the rewritten function", async () =>
+    plain(await editor.locator(".view-lines").innerText()).includes(lens.rewritten), 20000);
+  log("code lens applied");
+  await runCommand(page, "File: Save");
+  const expected = fs.readFileSync(config.expected, "utf8");
+  await until("the saved file to equal `check --fix` output", async () =>
+    fs.readFileSync(config.sync, "utf8") === expected, 20000);
+  await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 10000 });
+  // Nothing is left to rewrite: the lens goes.
+  await editor.locator(".codelens-decoration a", { hasText: lens.title })
+    .waitFor({ state: "detached", timeout: 10000 });
+  log("saved file equals check --fix output; the lens is gone");
+  await shot(page, "after-code-lens-saved");
+
+  // A blocked function's lens names the blocker; clicking it selects the blocker.
+  await openFile(page, path.basename(config.blocked));
+  const blockedLens = page.locator(".monaco-editor .codelens-decoration a", { hasText: lens.blocked.title }).first();
+  await blockedLens.waitFor({ state: "visible", timeout: 30000 });
+  await blockedLens.click();
+  const shown = await until(`the blocker selected at line ${lens.blocked.line}`, async () => {
+    const where = await cursorLine(page);
+    return where?.line === lens.blocked.line && /selected/.test(where.text) ? where : undefined;
+  }, 10000);
+  log(`blocked lens shows the blocker: ${shown.text}`);
+  await shot(page, "blocked-lens-shows-blocker");
+}
+
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   page = await context.newPage();
@@ -108,6 +211,8 @@ try {
   await shot(page, "workbench");
   if (config.scenario === "missing-server") {
     await missingServer(page);
+  } else if (config.scenario === "lens") {
+    await lensHintsHoverDefinition(page);
   } else {
 
   // Step 1: the pre-existing gpu.wait is an error in the Problems panel.
@@ -185,8 +290,10 @@ try {
   }, 60000, 500);
   await shot(page, "quick-fix-menu");
   await action.click();
+  // The rewritten op, not an inlay hint (which shows `async [` too), proves the edit arrived.
   await until("the editor to show the rewritten function", async () =>
-    /async\s\[/.test(await page.locator(".monaco-editor .view-lines").first().innerText()), 20000);
+    plain(await page.locator(".monaco-editor .view-lines").first().innerText()).includes(config.lens.rewritten),
+    20000);
   log("code action applied");
   await runCommand(page, "File: Save");
   const expected = fs.readFileSync(config.expected, "utf8");
