@@ -37,6 +37,13 @@ def lsp_range(index: LineIndex, start: int, end: int, encoding: str) -> lsp.Rang
     return lsp.Range(lsp.Position(s.line, s.character), lsp.Position(e.line, e.character))
 
 
+def json_range(index: LineIndex, start: int, end: int, encoding: str) -> dict:
+    """A Range as JSON values (for results sent without lsprotocol objects)."""
+    s = index.position(start, encoding)
+    e = index.position(end, encoding)
+    return _json_range(s.line, s.character, e.line, e.character)
+
+
 def offset_of(index: LineIndex, position: lsp.Position, encoding: str) -> int:
     return index.offset(Position(position.line, position.character), encoding)
 
@@ -76,6 +83,14 @@ def diagnostic_json(uri: str, index: LineIndex, f: Finding, encoding: str,
         d["relatedInformation"] = [{"location": {"uri": uri, "range": rng(r.start, r.end)},
                                     "message": r.message} for r in f.related]
     return d
+
+
+def placed_range(start, end, line: int, column: int) -> dict:
+    """A Range as JSON values from (line, column) pairs relative to a unit that starts at
+    (line, column) of the document (see placed_diagnostic_json)."""
+    s = (start[0] + line, start[1] + column) if start[0] == 0 else (start[0] + line, start[1])
+    e = (end[0] + line, end[1] + column) if end[0] == 0 else (end[0] + line, end[1])
+    return _json_range(s[0], s[1], e[0], e[1])
 
 
 def placed_diagnostic_json(uri: str, f: Finding, line: int, column: int, start, end, related,

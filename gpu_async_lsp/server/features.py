@@ -332,7 +332,8 @@ def unit_hints(result) -> list[Hint]:
                         continue
                     waits = ", ".join(f"{d.name}{'#' + str(d.index) if d.index is not None else ''}"
                                       f" ({_producer(ops, d)})" for d in g.deps)
-                    hints.append(Hint(g.deps_close, f"waits on {waits}", True, False,
+                    # At the op's end, not after its `]`: the op reads on undisturbed.
+                    hints.append(Hint(op.end, f"waits on {waits}", True, False,
                                       "The tokens this op waits on, and the ops that make them"))
     hints.sort(key=lambda h: h.offset)
     result.memo["hints"] = hints
@@ -509,6 +510,29 @@ def code_lenses(a: DocumentAnalysis, line_of=None) -> list[tuple[Lens, int]]:
             if lens is not None:
                 out.append((lens, nth))
     return out
+
+
+def unit_lenses(result, strict: bool, encoding: str) -> list[tuple]:
+    """The lenses of one unit, kept with it: (index of the function in the unit, anchor start
+    and end as (line, column) relative to the unit, title, line of the blocker relative to
+    the unit or None). Placing them costs one position per unit, not one per lens."""
+    key = ("lenses", encoding)
+    cached = result.memo.get(key)
+    if cached is None:
+        cached = []
+        index = None
+        for i, fn in enumerate(result.functions):
+            lens = function_lens(fn, strict, None)
+            if lens is None:
+                continue
+            index = index or LineIndex(result.source)
+            s = index.position(lens.anchor[0], encoding)
+            e = index.position(lens.anchor[1], encoding)
+            blocker = index.line_of(lens.blocker[0]) if lens.blocker else None
+            cached.append((i, (s.line, s.character), (e.line, e.character), lens.title,
+                           blocker))
+        result.memo[key] = cached
+    return cached
 
 
 def function_lens(fn: FunctionInfo, strict: bool, line_of, base: int = 0) -> Lens | None:

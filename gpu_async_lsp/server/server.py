@@ -75,6 +75,15 @@ class DocState:
         self.analysis = result
 
 
+class RawResult:
+    """A request's result already serialized as JSON text (see _Protocol._send_response)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
 class _Protocol(LanguageServerProtocol):
     """publishDiagnostics go out as plain JSON values, built from cached per-unit positions:
     no lsprotocol objects and no cattrs pass over thousands of diagnostics of a 50k-line file
@@ -132,6 +141,17 @@ class _Protocol(LanguageServerProtocol):
                 self._send_response(data["id"], error=error.to_response_error())
             return JsonRPCNotification(method=_IGNORED, params=None,
                                        jsonrpc=JsonRPCProtocol.VERSION)
+
+    def _send_response(self, msg_id, result=None, error=None):
+        """Results of whole-document requests on big files (thousands of code lenses, symbols,
+        folding ranges) are built as JSON values and cached as text per document version;
+        they skip lsprotocol objects and cattrs as diagnostics do."""
+        if error is None and isinstance(result, RawResult):
+            self._result_types.pop(msg_id, None)
+            self.send_json_text('{"jsonrpc":"2.0","id":' + json.dumps(msg_id) + ',"result":'
+                                + result.text + "}")
+            return
+        super()._send_response(msg_id, result, error)
 
     def publish_diagnostics_json(self, params: dict) -> None:
         self.send_json_text(json.dumps({"jsonrpc": JsonRPCProtocol.VERSION,
@@ -367,23 +387,39 @@ class GpuAsyncServer(LanguageServer):
         if workspace.inlay_hint and workspace.inlay_hint.refresh_support:
             self.protocol.send_request(lsp.WORKSPACE_INLAY_HINT_REFRESH, None)
 
-    def code_lenses(self, state: DocState) -> list[lsp.CodeLens]:
+    def code_lenses(self, state: DocState) -> RawResult:
         a = state.analysis
         encoding = self.encoding
         key = ("lenses", encoding)
         cached = a.memo.get(key)
-        if cached is not None:
-            return cached
-        index = state.line_index()
-        lenses = []
-        for lens, nth in features.code_lenses(a, lambda o: index.line_of(o) + 1):
-            command = SHOW_BLOCKER_COMMAND if lens.blocker else MAKE_ASYNC_COMMAND
-            lenses.append(lsp.CodeLens(
-                convert.lsp_range(index, lens.anchor[0], lens.anchor[1], encoding),
-                lsp.Command(lens.title, command,
-                            arguments=[state.uri, lens.function, nth, a.version])))
-        a.memo[key] = lenses
-        return lenses
+        if cached is None:
+            index = state.line_index()
+            lenses = []
+            seen: dict[str, int] = {}  # split files repeat names: lenses say which one
+            for unit in a.units:
+                functions = unit.result.functions
+                if not functions:
+                    continue
+                placed = features.unit_lenses(unit.result, a.strict, encoding)
+                nths = []
+                for fn in functions:
+                    nths.append(seen.get(fn.name, 0))
+                    seen[fn.name] = nths[-1] + 1
+                if not placed:
+                    continue
+                base = index.position(unit.base, encoding)
+                for i, start, end, title, blocker in placed:
+                    fn = functions[i]
+                    if blocker is not None:
+                        title += f" (line {base.line + blocker + 1})"
+                    lenses.append({
+                        "range": convert.placed_range(start, end, base.line, base.character),
+                        "command": {"title": title,
+                                    "command": MAKE_ASYNC_COMMAND if blocker is None
+                                    else SHOW_BLOCKER_COMMAND,
+                                    "arguments": [state.uri, fn.name, nths[i], a.version]}})
+            cached = a.memo[key] = RawResult(json.dumps(lenses, ensure_ascii=False))
+        return cached
 
     def lens_function(self, state: DocState, args) -> FunctionInfo:
         """The function a lens command names (uri, `@f`, n-th of that name[, version])."""
@@ -548,33 +584,46 @@ def build_server() -> GpuAsyncServer:
         state = await ls.analysis_of(params.text_document.uri)
         if state is None:
             return []
-        index = state.line_index()
-        encoding = ls.encoding
-        nodes = features.document_symbols(state.analysis)
-
-        def rng(start: int, end: int) -> lsp.Range:
-            return convert.lsp_range(index, start, end, encoding)
-
         caps = ls.client_capabilities.text_document
         symbol_caps = caps.document_symbol if caps else None
-        if symbol_caps and symbol_caps.hierarchical_document_symbol_support:
-            def tree(node: features.SymbolNode) -> lsp.DocumentSymbol:
-                return lsp.DocumentSymbol(
-                    node.name, convert.SYMBOL_KINDS[node.kind], rng(node.start, node.end),
-                    rng(*node.selection), detail=node.detail,
-                    children=[tree(c) for c in node.children])
+        tree = bool(symbol_caps and symbol_caps.hierarchical_document_symbol_support)
+        a = state.analysis
+        encoding = ls.encoding
+        key = ("symbols", encoding, tree)
+        cached = a.memo.get(key)
+        if cached is not None:
+            return cached
+        index = state.line_index()
+        nodes = features.document_symbols(a)
 
-            return [tree(n) for n in nodes]
-        # A client without hierarchy support gets the flat list, each with its container.
-        flat = []
-        stack = [(n, None) for n in reversed(nodes)]
-        while stack:
-            node, parent = stack.pop()
-            flat.append(lsp.SymbolInformation(
-                lsp.Location(state.uri, rng(node.start, node.end)), node.name,
-                convert.SYMBOL_KINDS[node.kind], container_name=parent))
-            stack.extend((c, node.name) for c in reversed(node.children))
-        return flat
+        def rng(start: int, end: int) -> dict:
+            return convert.json_range(index, start, end, encoding)
+
+        out = []
+        if tree:
+            # DocumentSymbol trees, built without recursion (modules may nest deeply).
+            stack = [(n, out) for n in reversed(nodes)]
+            while stack:
+                node, siblings = stack.pop()
+                children: list = []
+                siblings.append({"name": node.name, "detail": node.detail,
+                                 "kind": int(convert.SYMBOL_KINDS[node.kind]),
+                                 "range": rng(node.start, node.end),
+                                 "selectionRange": rng(*node.selection), "children": children})
+                stack.extend((c, children) for c in reversed(node.children))
+        else:
+            # A client without hierarchy support gets the flat list, each with its container.
+            stack = [(n, None) for n in reversed(nodes)]
+            while stack:
+                node, parent = stack.pop()
+                item = {"name": node.name, "kind": int(convert.SYMBOL_KINDS[node.kind]),
+                        "location": {"uri": state.uri, "range": rng(node.start, node.end)}}
+                if parent is not None:
+                    item["containerName"] = parent
+                out.append(item)
+                stack.extend((c, node.name) for c in reversed(node.children))
+        cached = a.memo[key] = RawResult(json.dumps(out, ensure_ascii=False))
+        return cached
 
     @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
     async def folding_range(ls: GpuAsyncServer, params: lsp.FoldingRangeParams):
@@ -586,8 +635,8 @@ def build_server() -> GpuAsyncServer:
         limit = caps.folding_range.range_limit if caps and caps.folding_range else None
         if limit is not None:
             found = found[:max(limit, 0)]
-        return [lsp.FoldingRange(first, last, kind=lsp.FoldingRangeKind.Region)
-                for first, last, _ in found]
+        return RawResult(json.dumps([{"startLine": first, "endLine": last, "kind": "region"}
+                                     for first, last, _ in found]))
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls: GpuAsyncServer, params: lsp.DefinitionParams):

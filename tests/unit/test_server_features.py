@@ -94,9 +94,9 @@ def test_features_inlay_hints_in_threaded_code_name_the_tokens_waited_on():
         "waits on %t1 (gpu.alloc), %dep (argument)",
         "waits on %t2 (gpu.dealloc)",
     ]
-    # After the `]` of the dependency list.
+    # At the end of the op.
     offset, _ = hints_of(THREADED)[1]
-    assert THREADED[offset - 1] == "]"
+    assert THREADED[offset] == "\n" and THREADED[offset - 1] == ">"
 
 
 def test_features_inlay_hints_of_a_range_only_those_in_it():
