@@ -9,6 +9,8 @@ reading editors/nvim/lsp/gpu_async_lsp.lua) or the 0.8-0.10 way
 (bounded) for our diagnostics in the client's namespace, requests the code actions, applies
 them with `vim.lsp.util.apply_workspace_edit`, `:write`s and quits; it reports what it saw as
 JSON. The test then compares each file on disk with `gpu-async-lsp check --fix` of the original.
+Other tests give the driver a list of steps, each what a user does (run a code lens, `K`, `grr`,
+vim.lsp.buf.definition(), undo) and what they then see (lenses, inlay hints, cursor, folds).
 """
 
 from __future__ import annotations
@@ -55,13 +57,30 @@ local P = vim.json.decode(table.concat(vim.fn.readfile(os.getenv('GPU_ASYNC_NVIM
 vim.opt.runtimepath:prepend(P.editor_dir)
 if vim.lsp.log and vim.lsp.log.set_level then vim.lsp.log.set_level('debug')
 else vim.lsp.set_log_level('debug') end
+if P.fold then -- folding as editors/nvim/README.md shows it (0.11+)
+  vim.api.nvim_create_autocmd('FileType', {
+    pattern = 'mlir',
+    callback = function()
+      vim.opt_local.foldmethod = 'expr'
+      vim.opt_local.foldexpr = 'v:lua.vim.lsp.foldexpr()'
+    end,
+  })
+end
 if P.mode == 'enable' then
   local config = { cmd = P.cmd }
   if P.strict then config.settings = { gpuAsyncLsp = { strict = true } } end
+  -- The README's switches for the vim.lsp.config path (nil: left on).
+  if P.codelens == false or P.inlay_hints == false then
+    vim.g.gpu_async_lsp = { codelens = P.codelens, inlay_hints = P.inlay_hints }
+  end
   vim.lsp.config('gpu_async_lsp', config)
   vim.lsp.enable('gpu_async_lsp')
 else
-  require('gpu_async_lsp').setup({ cmd = P.cmd, strict = P.strict or nil })
+  require('gpu_async_lsp').setup({
+    cmd = P.cmd, strict = P.strict or nil, codelens = P.codelens, inlay_hints = P.inlay_hints,
+    -- A user's own on_attach still runs beside the module's.
+    on_attach = function(_, bufnr) vim.b[bufnr].user_on_attach_ran = true end,
+  })
 end
 """
 
@@ -69,11 +88,43 @@ DRIVER = r"""
 -- Drives real headless Neovim for tests/editors/test_neovim.py (sourced with `-c luafile`).
 -- Parameters come as JSON from $GPU_ASYNC_NVIM_PARAMS; results go as JSON to params.out.
 -- Every wait is bounded; any error is recorded and Neovim quits (never hangs the test).
+-- The driver runs as a coroutine: wait_until() gives control back to Neovim's main loop, so
+-- what happens between two keys of a user happens here too (TextChanged, LSP responses).
 local params = vim.json.decode(table.concat(vim.fn.readfile(os.getenv('GPU_ASYNC_NVIM_PARAMS')), '\n'))
 local out = { files = {}, version = tostring(vim.version()) }
+local uv = vim.uv or vim.loop
+local runner
 
 local function write_out()
   vim.fn.writefile({ vim.json.encode(out) }, params.out)
+end
+
+local function resume()
+  local ok, err = coroutine.resume(runner)
+  if not ok then -- an error outside the driver's own xpcall: report it all the same
+    out.ok = false
+    out.error = tostring(err)
+    write_out()
+    vim.cmd('qall!')
+  end
+end
+
+--- Wait (bounded) until cond() returns a true value, and return it. `what` says what was
+--- awaited: a string, or a function giving one (called on timeout, e.g. with what was seen).
+local function wait_until(cond, what)
+  local deadline = uv.hrtime() + params.timeout_ms * 1e6
+  while true do
+    local value = cond()
+    if value then
+      return value
+    end
+    if uv.hrtime() > deadline then
+      error(('waited %d ms for %s'):format(params.timeout_ms,
+                                            type(what) == 'function' and what() or what), 2)
+    end
+    vim.defer_fn(resume, 20)
+    coroutine.yield()
+  end
 end
 
 local function lsp_diagnostic(d)
@@ -92,6 +143,214 @@ local function get_client(buf)
   end, 20)
   assert(#clients == 1, 'expected 1 gpu_async_lsp client on the buffer, got ' .. #clients)
   return clients[1]
+end
+
+-- The code lenses Neovim holds for the buffer, by line (where vim.lsp.codelens.enable()
+-- exists, get() takes a filter and gives { client_id, lens } items).
+local function lenses(buf)
+  local items = vim.lsp.codelens.enable and vim.lsp.codelens.get({ bufnr = buf })
+    or vim.lsp.codelens.get(buf)
+  local found = {}
+  for _, item in ipairs(items) do
+    local lens = item.lens or item
+    if lens.command then
+      table.insert(found, { line = lens.range.start.line + 1, title = lens.command.title,
+                            command = lens.command.command })
+    end
+  end
+  table.sort(found, function(a, b)
+    return a.line < b.line
+  end)
+  return found
+end
+
+local function cursor()
+  return vim.api.nvim_win_get_cursor(0)
+end
+
+local function request(ctx, method, p)
+  p = vim.tbl_extend('force', { textDocument = vim.lsp.util.make_text_document_params(ctx.buf) },
+                     p or {})
+  local responses, err = vim.lsp.buf_request_sync(ctx.buf, method, p, params.timeout_ms)
+  assert(responses, method .. ' failed: ' .. tostring(err))
+  local response = responses[ctx.client.id]
+  assert(response and not response.error, method .. ' error: ' .. vim.inspect(response))
+  return response.result
+end
+
+local function symbol_tree(symbols)
+  local nodes = {}
+  for _, s in ipairs(symbols or {}) do
+    table.insert(nodes, { name = s.name, detail = s.detail, kind = s.kind,
+                          line = s.selectionRange.start.line + 1,
+                          children = symbol_tree(s.children) })
+  end
+  return nodes
+end
+
+-- Steps of the 'steps' action, each what a user does and what they then see. Cursor
+-- positions are Neovim's: { line (1-based), byte column (0-based) }.
+local STEPS = {}
+
+-- The code lenses once they are shown (step.changed: once they differ from the last seen).
+function STEPS.lenses(ctx, step)
+  local before = vim.inspect(ctx.last_lenses or {})
+  local found
+  wait_until(function()
+    found = lenses(ctx.buf)
+    if step.changed then
+      return vim.inspect(found) ~= before
+    end
+    return #found > 0
+  end, function()
+    return 'code lenses' .. (step.changed and ' to change from ' .. before or '')
+  end)
+  ctx.last_lenses = found
+  return { lenses = found }
+end
+
+-- What the server offers (code lenses, inlay hints) and what Neovim shows of it.
+function STEPS.shown(ctx)
+  local served = request(ctx, 'textDocument/codeLens') or {}
+  local hints = request(ctx, 'textDocument/inlayHint', { range = {
+    start = { line = 0, character = 0 },
+    ['end'] = { line = vim.api.nvim_buf_line_count(ctx.buf), character = 0 } } }) or {}
+  return { served = #served, shown = #lenses(ctx.buf), served_hints = #hints,
+           shown_hints = #vim.lsp.inlay_hint.get({ bufnr = ctx.buf }),
+           hints_enabled = vim.lsp.inlay_hint.is_enabled({ bufnr = ctx.buf }),
+           user_on_attach_ran = vim.b[ctx.buf].user_on_attach_ran or false }
+end
+
+function STEPS.inlay_hints(ctx)
+  local hints = wait_until(function()
+    local got = vim.lsp.inlay_hint.get({ bufnr = ctx.buf })
+    return #got > 0 and got
+  end, 'inlay hints')
+  local found = {}
+  for _, h in ipairs(hints) do
+    local label = h.inlay_hint.label
+    if type(label) == 'table' then
+      label = table.concat(vim.tbl_map(function(part)
+        return part.value
+      end, label))
+    end
+    table.insert(found, { line = h.inlay_hint.position.line + 1,
+                          col = h.inlay_hint.position.character, label = label })
+  end
+  table.sort(found, function(a, b)
+    return a.line < b.line or (a.line == b.line and a.col < b.col)
+  end)
+  return { hints = found, enabled = vim.lsp.inlay_hint.is_enabled({ bufnr = ctx.buf }) }
+end
+
+-- vim.lsp.buf.definition() from step.cursor: where the cursor lands.
+function STEPS.definition(ctx, step)
+  vim.api.nvim_win_set_cursor(0, step.cursor)
+  local from = cursor()
+  vim.lsp.buf.definition()
+  wait_until(function()
+    local now = cursor()
+    return now[1] ~= from[1] or now[2] ~= from[2]
+  end, 'vim.lsp.buf.definition() to move the cursor from ' .. vim.inspect(from))
+  return { cursor = cursor(), same_buffer = vim.api.nvim_get_current_buf() == ctx.buf }
+end
+
+-- CTRL-] (Neovim points 'tagfunc' at the server's definition): where the cursor lands.
+function STEPS.tag_jump(ctx, step)
+  vim.api.nvim_win_set_cursor(0, step.cursor)
+  vim.cmd('normal! \29') -- CTRL-]
+  return { cursor = cursor(), tagfunc = vim.bo[ctx.buf].tagfunc }
+end
+
+-- `grr` (vim.lsp.buf.references() before 0.11): the quickfix list it fills.
+function STEPS.references(ctx, step)
+  vim.api.nvim_win_set_cursor(0, step.cursor)
+  vim.fn.setqflist({}, 'r', { items = {} })
+  if vim.fn.maparg('grr', 'n') ~= '' then
+    vim.cmd('normal grr')
+  else
+    vim.lsp.buf.references()
+  end
+  local items = wait_until(function()
+    local got = vim.fn.getqflist()
+    return #got > 0 and got
+  end, 'references in the quickfix list')
+  vim.cmd.cclose()
+  return { items = vim.tbl_map(function(it)
+    return { it.lnum, it.col - 1 }
+  end, items) }
+end
+
+-- The server's hover at step.cursor, and the window `K` opens with it.
+function STEPS.hover(ctx, step)
+  vim.api.nvim_win_set_cursor(0, step.cursor)
+  local result = request(ctx, 'textDocument/hover',
+                         vim.lsp.util.make_position_params(0, ctx.client.offset_encoding))
+  vim.cmd('normal K')
+  local float = wait_until(function()
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(win).relative ~= '' then
+        return win
+      end
+    end
+  end, 'the hover window of K')
+  local fbuf = vim.api.nvim_win_get_buf(float)
+  local rec = { kind = result.contents.kind, value = result.contents.value,
+                window_filetype = vim.bo[fbuf].filetype,
+                window_lines = vim.api.nvim_buf_get_lines(fbuf, 0, -1, false) }
+  vim.api.nvim_win_close(float, true)
+  return rec
+end
+
+function STEPS.symbols(ctx)
+  return { tree = symbol_tree(request(ctx, 'textDocument/documentSymbol')) }
+end
+
+-- Fold levels of every line, once vim.lsp.foldexpr() has the server's ranges.
+function STEPS.folds(ctx, step)
+  wait_until(function()
+    return vim.fn.foldlevel(step.line) > 0
+  end, 'a fold on line ' .. step.line)
+  local levels = {}
+  for l = 1, vim.api.nvim_buf_line_count(ctx.buf) do
+    levels[l] = vim.fn.foldlevel(l)
+  end
+  return { levels = levels, foldexpr = vim.wo.foldexpr }
+end
+
+-- vim.lsp.codelens.run() on the line of the lens whose title starts with step.title; waits
+-- for its effect: the buffer edited (step.expect = 'edit') or the cursor moved ('jump').
+function STEPS.run_lens(ctx, step)
+  local lens
+  for _, l in ipairs(lenses(ctx.buf)) do
+    if l.title:sub(1, #step.title) == step.title then
+      lens = l
+    end
+  end
+  assert(lens, 'no code lens titled ' .. step.title .. ': ' .. vim.inspect(lenses(ctx.buf)))
+  vim.api.nvim_win_set_cursor(0, { lens.line, 0 })
+  local tick = vim.api.nvim_buf_get_changedtick(ctx.buf)
+  vim.lsp.codelens.run()
+  if step.expect == 'edit' then
+    wait_until(function()
+      return vim.api.nvim_buf_get_changedtick(ctx.buf) ~= tick
+    end, 'the lens ' .. lens.title .. ' to edit the buffer')
+  else
+    wait_until(function()
+      return cursor()[1] ~= lens.line
+    end, 'the lens ' .. lens.title .. ' to move the cursor')
+  end
+  return { lens = lens, cursor = cursor(), same_buffer = vim.api.nvim_get_current_buf() == ctx.buf }
+end
+
+function STEPS.undo(ctx)
+  vim.cmd.undo()
+  return { lines = vim.api.nvim_buf_line_count(ctx.buf) }
+end
+
+function STEPS.write(ctx)
+  vim.cmd.write()
+  return { modified = vim.bo[ctx.buf].modified }
 end
 
 local function run_file(spec)
@@ -122,6 +381,19 @@ local function run_file(spec)
       lnum = d.lnum, col = d.col, end_lnum = d.end_lnum, end_col = d.end_col,
       severity = d.severity, code = d.code, source = d.source, message = d.message,
     })
+  end
+
+  if spec.action == 'steps' then
+    local ctx = { buf = buf, client = client }
+    rec.steps = {}
+    for i, step in ipairs(spec.steps) do
+      local handler = assert(STEPS[step['do']], 'no driver step ' .. tostring(step['do']))
+      local r = handler(ctx, step)
+      r['do'] = step['do']
+      rec.steps[i] = r
+    end
+    rec.ok = true
+    return
   end
 
   if spec.action == 'code_action_apply' then
@@ -185,15 +457,18 @@ local function run_file(spec)
   rec.ok = true
 end
 
-local ok, err = xpcall(function()
-  for _, spec in ipairs(params.files) do
-    run_file(spec)
-  end
-end, debug.traceback)
-out.ok = ok
-out.error = ok and nil or tostring(err)
-write_out()
-vim.cmd('qall!')
+runner = coroutine.create(function()
+  local ok, err = xpcall(function()
+    for _, spec in ipairs(params.files) do
+      run_file(spec)
+    end
+  end, debug.traceback)
+  out.ok = ok
+  out.error = ok and nil or tostring(err)
+  write_out()
+  vim.cmd('qall!')
+end)
+resume()
 """
 
 
@@ -229,13 +504,17 @@ def _version(nvim: str) -> tuple[int, ...]:
     return tuple(int(x) for x in first.split()[1].lstrip("v").split("-")[0].split("."))
 
 
-def _needs(nvim: str, mode: str) -> None:
+def _needs(nvim: str, mode: str, version: tuple[int, int] = (0, 0), what: str = "") -> None:
     if mode == "enable" and _version(nvim) < (0, 11):
         pytest.skip("vim.lsp.config/vim.lsp.enable need Neovim 0.11")
+    if _version(nvim) < version:
+        pytest.skip(f"{what} needs Neovim {version[0]}.{version[1]}")
 
 
-def _drive(nvim: str, tmp: Path, mode: str, files: list[dict], strict: bool = False) -> dict:
-    """Run Neovim headless on `files` (driver specs); the driver's JSON report."""
+def _drive(nvim: str, tmp: Path, mode: str, files: list[dict], strict: bool = False,
+           **init) -> dict:
+    """Run Neovim headless on `files` (driver specs); the driver's JSON report. `init` sets
+    more of the user's config in INIT (fold=True, codelens=False, inlay_hints=False)."""
     for sub in ("config", "data", "state", "cache"):
         (tmp / "xdg" / sub).mkdir(parents=True, exist_ok=True)
     (tmp / "init.lua").write_text(INIT)
@@ -243,7 +522,7 @@ def _drive(nvim: str, tmp: Path, mode: str, files: list[dict], strict: bool = Fa
     out = tmp / "result.json"
     params = {"editor_dir": str(EDITOR_DIR), "mode": mode, "strict": strict,
               "cmd": [sys.executable, "-m", "gpu_async_lsp"],
-              "files": files, "out": str(out), "timeout_ms": TIMEOUT_MS}
+              "files": files, "out": str(out), "timeout_ms": TIMEOUT_MS, **init}
     (tmp / "params.json").write_text(json.dumps(params))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NVIM", "VIM", "XDG_"))}
     env.update(GPU_ASYNC_NVIM_PARAMS=str(tmp / "params.json"),
@@ -348,3 +627,244 @@ def test_strict_mode_in_neovim(nvim, tmp_path, mode):
     assert sorted((d["lnum"] + 1, d["code"], d["message"]) for d in rec["diagnostics"]) \
         == sorted((f["location"]["line"], f["code"], f["message"]) for f in strict_findings)
     assert path.read_bytes().decode("utf-8") == expected
+
+
+
+# A gpu.module with its kernel, a host function the rewrite changes (its launch names
+# @kernels::@kernel) and one that a pre-existing gpu.wait blocks.
+KERNELS = """\
+// Kernels, a host function the rewrite changes and one it cannot.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @kernel(%arg0: memref<?xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func @launch(%n: index) {
+    %buf = gpu.alloc (%n) : memref<?xf32>
+    gpu.launch_func @kernels::@kernel blocks in (%n, %n, %n) threads in (%n, %n, %n) args(%buf : memref<?xf32>)
+    gpu.dealloc %buf : memref<?xf32>
+    return
+  }
+  func.func @blocked(%n: index) {
+    %a = gpu.alloc (%n) : memref<?xf32>
+    gpu.wait
+    return
+  }
+}
+"""
+LAUNCH_LENS = "3 GPU ops run synchronously · Make asynchronous"
+MAKE_ASYNC = "gpu-async.makeAsynchronous"
+SHOW_BLOCKER = "gpu-async.showBlocker"
+
+
+def _cursor(text: str, needle: str, skip: str = "", start: int = 0) -> list[int]:
+    """Neovim's cursor ([line, byte column]) on the first `needle` that follows `skip`, from
+    offset `start`: _cursor(t, "@kernel", "@kernels::") is on `@kernel` of `@kernels::@kernel`."""
+    at = text.index(skip + needle, start) + len(skip)
+    line_start = text.rfind("\n", 0, at) + 1
+    return [text.count("\n", 0, at) + 1, len(text[line_start:at].encode())]
+
+
+def _kernels_file(tmp: Path) -> Path:
+    project = tmp / "project"
+    (project / ".git").mkdir(parents=True)  # the root marker
+    path = project / "kernels.mlir"
+    path.write_text(KERNELS, encoding="utf-8")
+    return path
+
+
+def _steps(result: dict, file: int = 0) -> dict[str, list[dict]]:
+    """What the driver's steps saw in one file, by step name, in order."""
+    by_name: dict[str, list[dict]] = {}
+    for step in result["files"][file]["steps"]:
+        by_name.setdefault(step["do"], []).append(step)
+    return by_name
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_definition_on_kernel_symbols_lands_on_gpu_func_and_gpu_module_in_neovim(nvim, tmp_path,
+                                                                                 mode):
+    """vim.lsp.buf.definition() on `@kernel` of `@kernels::@kernel` lands on the gpu.func, on
+    `@kernels` on the gpu.module, on an SSA use on its definition; in a nested module on the
+    nearest `@kernels` (MLIR's symbol lookup). `grr` lists the kernel's declaration and use;
+    CTRL-] jumps as vim.lsp.buf.definition() does."""
+    _needs(nvim, mode)
+    path = _kernels_file(tmp_path)
+    nested = path.parent / "nested_modules.mlir"
+    shutil.copyfile(FIXTURES / "nested_modules.mlir", nested)
+    nested_text = nested.read_text(encoding="utf-8")
+    inner = nested_text.index("module @inner")  # it has a launch and its own @kernels
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "steps", "steps": [
+            {"do": "definition", "cursor": _cursor(KERNELS, "@kernel", "@kernels::")},
+            {"do": "definition", "cursor": _cursor(KERNELS, "@kernels::@kernel")},
+            {"do": "definition", "cursor": _cursor(KERNELS, "%buf", "args(")},
+            {"do": "references", "cursor": _cursor(KERNELS, "@kernel", "gpu.func ")},
+            {"do": "tag_jump", "cursor": _cursor(KERNELS, "@kernel", "@kernels::")},
+        ]},
+        {"path": str(nested), "action": "steps", "steps": [
+            {"do": "definition", "cursor": _cursor(nested_text, "@kernel", "@kernels::")},
+        ]},
+    ])
+    kernel, module, value = _steps(result)["definition"]
+    assert all(step["same_buffer"] for step in (kernel, module, value))
+    assert kernel["cursor"] == _cursor(KERNELS, "@kernel", "gpu.func ")
+    assert module["cursor"] == _cursor(KERNELS, "@kernels", "gpu.module ")
+    assert value["cursor"] == _cursor(KERNELS, "%buf = gpu.alloc")
+    (refs,) = _steps(result)["references"]
+    assert refs["items"] == [_cursor(KERNELS, "@kernel", "gpu.func "),
+                             _cursor(KERNELS, "@kernel", "@kernels::")]
+    (tag,) = _steps(result)["tag_jump"]
+    assert tag["cursor"] == kernel["cursor"]  # CTRL-] goes there too
+    (nested_kernel,) = _steps(result, 1)["definition"]
+    assert nested_kernel["cursor"] == _cursor(nested_text, "@kernel", "gpu.func ", inner)
+    assert nested_kernel["cursor"] != _cursor(nested_text, "@kernel", "gpu.func ")
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_inlay_hints_on_attach_show_the_rewrite_in_neovim(nvim, tmp_path, mode):
+    """The config turns inlay hints on: the tokens `check --fix` would thread, where it would
+    put them, before anything is rewritten."""
+    _needs(nvim, mode, (0, 10), "vim.lsp.inlay_hint")
+    path = _kernels_file(tmp_path)
+    fixed = _check_fix(path, tmp_path)
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "steps", "steps": [{"do": "inlay_hints"}]},
+    ])
+    (step,) = _steps(result)["inlay_hints"]
+    assert step["enabled"] is True
+    alloc, launch, dealloc = (_cursor(KERNELS, op) for op in
+                              ("gpu.alloc (%n)", "gpu.launch_func", "gpu.dealloc"))
+    assert [(h["line"], h["label"]) for h in step["hints"]] == [
+        (alloc[0], "%t0 = gpu.wait async"),
+        (alloc[0], "async [%t0] → %t1"),
+        (launch[0], "async [%t1] → %t2"),
+        (dealloc[0], "async [%t2] → %t3"),
+        (dealloc[0] + 1, "⏸ gpu.wait [%t3]"),  # before `return`
+    ]
+    assert step["hints"][0]["col"] == alloc[1] - len("%buf = ")  # where `%t0 = ...` goes
+    for token in ("%t0 = gpu.wait async", "async [%t0]", "%t3 = gpu.dealloc async [%t2]",
+                  "gpu.wait [%t3]"):
+        assert token in fixed
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_code_lens_run_makes_buffer_equal_check_fix_in_neovim(nvim, tmp_path, mode):
+    """The lens of a rewritable function, run with vim.lsp.codelens.run(), rewrites it (the
+    server's workspace/applyEdit); the lenses follow each change (also an undo); the lens of
+    a blocked function jumps to the blocker (window/showDocument)."""
+    _needs(nvim, mode)
+    path = _kernels_file(tmp_path)
+    expected = _check_fix(path, tmp_path)
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "steps", "steps": [
+            {"do": "lenses"},
+            {"do": "run_lens", "title": LAUNCH_LENS, "expect": "edit"},
+            {"do": "lenses", "changed": True},
+            {"do": "undo"},
+            {"do": "lenses", "changed": True},
+            {"do": "run_lens", "title": LAUNCH_LENS, "expect": "edit"},
+            {"do": "lenses", "changed": True},
+            {"do": "run_lens", "title": "async rewrite blocked", "expect": "jump"},
+            {"do": "write"},
+        ]},
+    ])
+    steps = _steps(result)
+    before, after_run, after_undo, after_rerun = (
+        [(lens["line"], lens["title"], lens["command"]) for lens in step["lenses"]]
+        for step in steps["lenses"])
+    launch_line = _cursor(KERNELS, "@launch")[0]
+    blocked_line = _cursor(KERNELS, "@blocked")[0]
+    wait_line = _cursor(KERNELS, "gpu.wait")[0]
+    assert before == [
+        (launch_line, LAUNCH_LENS, MAKE_ASYNC),
+        (blocked_line, f"async rewrite blocked: unexpected pre-existing gpu.wait "
+                       f"(line {wait_line})", SHOW_BLOCKER)]
+    moved = expected.count("\n") - KERNELS.count("\n")  # the lines the rewrite added
+    assert after_run == [(blocked_line + moved, f"async rewrite blocked: unexpected "
+                          f"pre-existing gpu.wait (line {wait_line + moved})", SHOW_BLOCKER)]
+    assert after_undo == before
+    assert after_rerun == after_run
+    jump = steps["run_lens"][-1]
+    assert jump["same_buffer"]
+    assert jump["cursor"] == _cursor(expected, "gpu.wait\n")  # the blocker, selected
+    assert steps["write"][0]["modified"] is False
+    assert path.read_bytes().decode("utf-8") == expected
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_hover_and_document_symbols_explain_and_outline_in_neovim(nvim, tmp_path, mode):
+    """Hover (and `K`) on a GPU op is Markdown naming the token it would produce and the op
+    `check --fix` makes of it; the outline is module > gpu.module > gpu.func, and func.func."""
+    _needs(nvim, mode, (0, 10), "K mapped to vim.lsp.buf.hover()")
+    path = _kernels_file(tmp_path)
+    fixed = _check_fix(path, tmp_path)
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "steps", "steps": [
+            {"do": "hover", "cursor": _cursor(KERNELS, "gpu.alloc (%n)")},
+            {"do": "symbols"},
+        ]},
+    ])
+    steps = _steps(result)
+    (hover,) = steps["hover"]
+    assert hover["kind"] == "markdown"
+    assert hover["value"].startswith("**gpu.alloc** in `@launch`")
+    assert "- produces `%t1`" in hover["value"]
+    assert "%buf, %t1 = gpu.alloc async [%t0] (%n) : memref<?xf32>" in hover["value"]
+    assert "    %buf, %t1 = gpu.alloc async [%t0] (%n) : memref<?xf32>\n" in fixed
+    assert hover["window_filetype"] == "markdown"  # what K shows
+    assert "- produces `%t1`" in hover["window_lines"]
+
+    def outline(nodes):
+        return [(n["name"], n["detail"], n["kind"], n["line"], outline(n["children"]))
+                for n in nodes]
+
+    module, function = 2, 12  # LSP SymbolKind
+    assert outline(steps["symbols"][0]["tree"]) == [
+        ("module", "builtin.module", module, _cursor(KERNELS, "module attributes")[0], [
+            ("@kernels", "gpu.module", module, _cursor(KERNELS, "gpu.module")[0], [
+                ("@kernel", "gpu.func", function, _cursor(KERNELS, "gpu.func")[0], [])]),
+            ("@launch", "func.func", function, _cursor(KERNELS, "@launch")[0], []),
+            ("@blocked", "func.func", function, _cursor(KERNELS, "@blocked")[0], []),
+        ])]
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_folding_with_lsp_foldexpr_folds_regions_in_neovim(nvim, tmp_path, mode):
+    """The README's folding (vim.lsp.foldexpr(), 0.11+): a fold per region, its `}` line
+    outside it, nested as the regions are."""
+    _needs(nvim, mode, (0, 11), "vim.lsp.foldexpr()")
+    path = _kernels_file(tmp_path)
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "steps", "steps": [
+            {"do": "folds", "line": _cursor(KERNELS, "gpu.return")[0]},
+        ]},
+    ], fold=True)
+    (folds,) = _steps(result)["folds"]
+    assert folds["foldexpr"] == "v:lua.vim.lsp.foldexpr()"
+    # module { gpu.module { gpu.func { } } func.func { } func.func { } }, line by line.
+    assert folds["levels"] == [0, 1, 2, 3, 3, 2, 1, 2, 2, 2, 2, 2, 1, 2, 2, 2, 2, 1, 0]
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_codelens_and_inlay_hints_switched_off_stay_off_in_neovim(nvim, tmp_path, mode):
+    """codelens = false and inlay_hints = false (vim.g.gpu_async_lsp on 0.11+, setup() options
+    before): the server still offers both, Neovim shows neither; a user's on_attach given to
+    setup() still runs."""
+    _needs(nvim, mode, (0, 10), "vim.lsp.inlay_hint")
+    path = _kernels_file(tmp_path)
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "steps", "steps": [{"do": "shown"}]},
+    ], codelens=False, inlay_hints=False)
+    (shown,) = _steps(result)["shown"]
+    assert shown["served"] == 2 and shown["served_hints"] == 5
+    assert shown["shown"] == 0 and shown["shown_hints"] == 0
+    assert shown["hints_enabled"] is False
+    assert shown["user_on_attach_ran"] is (mode == "setup")

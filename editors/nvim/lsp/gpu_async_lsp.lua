@@ -11,6 +11,14 @@
 -- and strict mode (report blockers in every func.func, as the pass would fail):
 --
 --   vim.lsp.config('gpu_async_lsp', { settings = { gpuAsyncLsp = { strict = true } } })
+--
+-- Code lenses and inlay hints are turned on in each buffer the server attaches to; to keep
+-- either off, set before the first .mlir buffer opens:
+--
+--   vim.g.gpu_async_lsp = { codelens = false, inlay_hints = false }
+--
+-- (An on_attach of your own given to vim.lsp.config replaces the one below: call
+-- require('gpu_async_lsp').on_attach(client, bufnr) from it to keep them.)
 ---@type vim.lsp.Config
 return {
   cmd = { 'gpu-async-lsp' },
@@ -27,5 +35,9 @@ return {
       params.initializationOptions =
         vim.tbl_deep_extend('force', params.initializationOptions or {}, s)
     end
+  end,
+  -- Code lenses kept fresh and inlay hints on (lua/gpu_async_lsp/init.lua, same directory).
+  on_attach = function(client, bufnr)
+    require('gpu_async_lsp').on_attach(client, bufnr)
   end,
 }

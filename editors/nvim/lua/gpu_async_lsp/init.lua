@@ -4,6 +4,8 @@
 --     cmd = { 'gpu-async-lsp' },          -- or { '/path/to/venv/bin/python', '-m', 'gpu_async_lsp' }
 --     strict = false,                     -- true: report blockers in every func.func
 --     settings = { severity = { ['pre-existing-wait'] = 'warning' } },  -- optional
+--     codelens = true,                    -- false: no code lenses
+--     inlay_hints = true,                 -- false: no inlay hints (they need 0.10+)
 --     -- any other vim.lsp.start() config field (on_attach, capabilities, ...) is passed on
 --   })
 --
@@ -19,6 +21,62 @@ local defaults = {
   strict = false,
   settings = {},
 }
+-- Options of setup() itself, not passed on to vim.lsp.start().
+local own = { strict = true, filetypes = true, root_markers = true, settings = true,
+              codelens = true, inlay_hints = true }
+
+local function supports(client, method, bufnr)
+  if vim.fn.has('nvim-0.11') == 1 then
+    return client:supports_method(method, bufnr)
+  end
+  return client.supports_method(method, { bufnr = bufnr })
+end
+
+local function keep_code_lenses_fresh(client, bufnr)
+  if vim.lsp.codelens.enable then -- 0.12+: Neovim requests them again after each change
+    vim.lsp.codelens.enable(true, { bufnr = bufnr })
+    return
+  end
+  -- Before 0.12, as `:help vim.lsp.codelens.refresh()` suggests (TextChanged too, so that an
+  -- undo or an applied lens updates the others at once).
+  local group = vim.api.nvim_create_augroup('gpu_async_lsp.codelens', { clear = false })
+  vim.api.nvim_clear_autocmds({ group = group, buffer = bufnr })
+  local function refresh()
+    vim.lsp.codelens.refresh({ bufnr = bufnr })
+  end
+  vim.api.nvim_create_autocmd({ 'BufEnter', 'CursorHold', 'InsertLeave', 'TextChanged' }, {
+    group = group,
+    buffer = bufnr,
+    callback = refresh,
+  })
+  vim.api.nvim_create_autocmd('LspDetach', {
+    group = group,
+    buffer = bufnr,
+    callback = function(args)
+      if args.data and args.data.client_id == client.id then
+        vim.api.nvim_clear_autocmds({ group = group, buffer = bufnr })
+      end
+    end,
+  })
+  refresh()
+end
+
+--- What a Neovim user expects of this server in `bufnr`, when the server offers it: code
+--- lenses kept up to date (run one with vim.lsp.codelens.run()) and inlay hints shown (0.10+).
+--- `opts.codelens = false` / `opts.inlay_hints = false` turn them off; unset fields come from
+--- `vim.g.gpu_async_lsp` (a table with the same fields). Both configs call it from on_attach;
+--- call it from your own on_attach if you replace theirs.
+function M.on_attach(client, bufnr, opts)
+  local global = vim.g.gpu_async_lsp
+  opts = vim.tbl_extend('force', type(global) == 'table' and global or {}, opts or {})
+  if opts.codelens ~= false and supports(client, 'textDocument/codeLens', bufnr) then
+    keep_code_lenses_fresh(client, bufnr)
+  end
+  if opts.inlay_hints ~= false and vim.fn.has('nvim-0.10') == 1
+      and supports(client, 'textDocument/inlayHint', bufnr) then
+    vim.lsp.inlay_hint.enable(true, { bufnr = bufnr })
+  end
+end
 
 local function root_dir(bufnr, markers)
   local name = vim.api.nvim_buf_get_name(bufnr)
@@ -33,8 +91,16 @@ function M.client_config(opts, bufnr)
   local server_settings = vim.tbl_deep_extend('force', opts.settings or {}, { strict = opts.strict })
   local config = {}
   for k, v in pairs(opts) do
-    if k ~= 'strict' and k ~= 'filetypes' and k ~= 'root_markers' and k ~= 'settings' then
+    if not own[k] then
       config[k] = v
+    end
+  end
+  local user_on_attach = opts.on_attach
+  config.on_attach = function(client, buf)
+    M.on_attach(client, buf, { codelens = opts.codelens, inlay_hints = opts.inlay_hints })
+    local callbacks = type(user_on_attach) == 'table' and user_on_attach or { user_on_attach }
+    for _, callback in ipairs(callbacks) do
+      callback(client, buf)
     end
   end
   config.root_dir = opts.root_dir or root_dir(bufnr, opts.root_markers)
