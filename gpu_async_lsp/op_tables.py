@@ -63,6 +63,26 @@ ASYNC_INTERFACE_OPS: frozenset[str] = frozenset(
     }
 )
 
+# Ops implementing SymbolOpInterface: they define the symbol they name (func.func @f),
+# unlike ops that only refer to one (func.call @f).
+SYMBOL_OPS: frozenset[str] = frozenset(
+    {
+        "async.func",
+        "builtin.module",
+        "func.func",
+        "gpu.binary",
+        "gpu.func",
+        "gpu.module",
+        "llvm.comdat",
+        "llvm.comdat_selector",
+        "llvm.func",
+        "llvm.mlir.alias",
+        "llvm.mlir.global",
+        "llvm.mlir.ifunc",
+        "memref.global",
+    }
+)
+
 # Ops with the OpTrait::IsTerminator trait.
 TERMINATOR_OPS: frozenset[str] = frozenset(
     {
@@ -862,6 +882,11 @@ DEFAULT_DIALECT: dict[str, str] = {
     "builtin.module": "builtin",
     "func.func": "func",
 }
+
+
+def is_symbol_op(name: str) -> bool:
+    """Whether the op defines a symbol (SymbolOpInterface)."""
+    return name in SYMBOL_OPS
 
 
 def is_terminator(name: str) -> bool:

@@ -69,6 +69,7 @@ DIALECT_FILES: dict[str, tuple[str, ...]] = {
 MEMORY_EFFECT = "::mlir::MemoryEffects::Effect"
 MEMORY_EFFECT_INTERFACE = "::mlir::MemoryEffectOpInterface::Trait"
 ASYNC_OP_INTERFACE = "::mlir::gpu::AsyncOpInterface::Trait"
+SYMBOL_OP_INTERFACE = "::mlir::SymbolOpInterface::Trait"
 
 _HEADER = re.compile(r"^def (\S+) \{\t?(?://\s*(.*))?$")
 _FIELD = re.compile(r"^  (\S+) (\w+) = (.*)$")
@@ -107,6 +108,7 @@ class OpFacts:
     terminator: bool
     async_interface: bool
     default_dialect: str | None
+    symbol: bool = False  # implements SymbolOpInterface (defines the symbol it names)
 
 
 def tblgen() -> Path | None:
@@ -239,6 +241,7 @@ def op_facts(records: dict[str, Record], op: Record) -> OpFacts:
         terminator="::mlir::OpTrait::IsTerminator" in qualified,
         async_interface=ASYNC_OP_INTERFACE in qualified,
         default_dialect=default.group(1) if default else None,
+        symbol=SYMBOL_OP_INTERFACE in qualified,
     )
 
 
@@ -330,6 +333,13 @@ def render(ops: dict[str, OpFacts], version: str) -> str:
         {},
     )
     lines += _set_lines(
+        "SYMBOL_OPS",
+        "Ops implementing SymbolOpInterface: they define the symbol they name (func.func @f),\n"
+        "# unlike ops that only refer to one (func.call @f).",
+        [n for n, f in ops.items() if f.symbol],
+        {},
+    )
+    lines += _set_lines(
         "TERMINATOR_OPS",
         "Ops with the OpTrait::IsTerminator trait.",
         [n for n, f in ops.items() if f.terminator],
@@ -363,6 +373,11 @@ def render(ops: dict[str, OpFacts], version: str) -> str:
     lines += [f'    "{n}": "{f.default_dialect}",' for n, f in ops.items() if f.default_dialect]
     lines += [
         "}",
+        "",
+        "",
+        "def is_symbol_op(name: str) -> bool:",
+        '    """Whether the op defines a symbol (SymbolOpInterface)."""',
+        "    return name in SYMBOL_OPS",
         "",
         "",
         "def is_terminator(name: str) -> bool:",

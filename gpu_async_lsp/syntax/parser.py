@@ -19,7 +19,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
-from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS
+from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
 from gpu_async_lsp.syntax import refs
 from gpu_async_lsp.syntax.ir import (
     Alias,
@@ -123,7 +123,6 @@ def _symbol(t: Token | RawToken) -> SymbolRef:
 
 
 _WORD_RE = re.compile(r"[^\s,()\[\]{}:=]+|\S")
-_SYMBOL_RE = re.compile(r'@(?:[\w$.\-]+|"[^"\\\n]*(?:\\.[^"\\\n]*)*")(?:::@(?:[\w$.\-]+|"[^"\\\n]*(?:\\.[^"\\\n]*)*"))*')
 
 
 def _read_body(op: Op, t: BodyToken) -> None:
@@ -144,6 +143,30 @@ def _flatten(items, out: list) -> list:
 _RESULT_RE = re.compile(r"(%[\w$.\-]+)(?:[ \t]*:[ \t]*(\d+))?")
 _DEP_RE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
 _BLANKS = re.compile(r"[ \t\r\n]*")
+_ONE_SYMBOL = r'@(?:[\w$.\-]+|"[^"\\\n]*(?:\\.[^"\\\n]*)*")'
+# The name an op implementing SymbolOpInterface defines: its first symbol, after keywords and
+# strings (`func.func private @f`, `llvm.mlir.global internal constant @g`, `memref.global
+# "private" constant @g`), never one inside `attributes {...}` (`module attributes {x = @y}`
+# names no module).
+_SYMBOL_DEFINITION = re.compile(
+    rf'(?:(?!attributes\b)(?:[A-Za-z_][\w$.\-]*|"[^"\\\n]*")[ \t\r\n]+)*({_ONE_SYMBOL})')
+# Ops these tables do not know: a symbol right after the name or a visibility keyword.
+_UNKNOWN_SYMBOL_DEFINITION = re.compile(rf'(?:(?:public|private|nested)[ \t]+)?({_ONE_SYMBOL})')
+
+
+def _defined_symbol(name: str, src: str, start: int, end: int) -> SymbolRef | None:
+    """The symbol the op `name` defines, looked for in src[start:end] (the text after its
+    name): ops of SymbolOpInterface (op_tables.SYMBOL_OPS) define one; other known ops only
+    refer to symbols (`func.call @f`)."""
+    if is_symbol_op(name):
+        m = _SYMBOL_DEFINITION.match(src, start, end)
+    elif name not in KNOWN_OPS:
+        m = _UNKNOWN_SYMBOL_DEFINITION.match(src, start, end)
+    else:
+        return None
+    if m is None:
+        return None
+    return SymbolRef(tuple(m.group(1).split("::")), m.start(1), m.end(1))
 
 
 def _expand(items: list) -> list:
@@ -189,10 +212,7 @@ def _line_op(src: str, t, name: str) -> Op:
     elif t.end > t.name_end:
         body = _BLANKS.match(src, t.name_end).end()
         op.spans.append((body, t.end))
-        if src.startswith("@", body):
-            m = _SYMBOL_RE.match(src, body, t.end)
-            if m is not None:
-                op.symbol_name = SymbolRef(tuple(m.group().split("::")), m.start(), m.end())
+        op.symbol_name = _defined_symbol(name, src, body, t.end)
     return op
 
 
@@ -228,15 +248,17 @@ class _Builder(Transformer):
         op.end = name_tok.end_pos
         tails = c[1:]
         if tails and isinstance(tails[0], GpuSyntax):
-            op.gpu = tails[0]
-            op.explicit_uses.extend(tails[0].deps)
+            g = op.gpu = tails[0]
+            op.explicit_uses.extend(g.deps)
+            # An op may end with its dependency list (`gpu.create_csr async [%t0]`).
+            if g.deps_close is not None:
+                op.end = g.deps_close
+            elif g.async_kw is not None:
+                op.end = g.async_kw[1]
             tails = tails[1:]
         elif tails and not generic and isinstance(tails[0], BodyToken):
             first = tails[0]
-            m = _SYMBOL_RE.match(first.src, first.start_pos, first.end_pos)
-            if m is not None:
-                # `func.func @f`, `gpu.module @m`: the symbol the op defines comes first.
-                op.symbol_name = SymbolRef(tuple(m.group().split("::")), m.start(), m.end())
+            op.symbol_name = _defined_symbol(op.name, first.src, first.start_pos, first.end_pos)
         spans = op.spans
         for t in tails:
             if isinstance(t, Region):

@@ -24,14 +24,11 @@ Known differences (intended, in KNOWN_DIFFERENCES):
   MLIR resolves a nested reference whole or not at all, so mlir-lsp-server answers nothing for
   any of its names; we resolve each name that exists (`@binary_1` goes to the binary).
 
-Our bugs (in EXPECTED_FAILURES, reported; each entry must still disagree, so a fix fails the
-test until its entries are removed):
-- symbol-after-keyword: a symbol op whose name follows a keyword (`func.func private @f`,
-  `func.func nested @f`, `llvm.mlir.global internal @g`, `memref.global "private" constant @g`)
-  is not recorded as defining its symbol: its name and every reference to it go nowhere.
-- async-deps-last: a GPU op with nothing after its dependency list (`%d, %t =
-  gpu.spgemm_create_descr async [%t5]`, `%t = gpu.create_csr async [%t0]`) ends, in our IR,
-  at its name, so the cursor on a dependency finds no op and no definition.
+Bugs this test found in our server, fixed (EXPECTED_FAILURES lists any still open):
+- a symbol op whose name follows a keyword (`func.func private @f`, `llvm.mlir.global
+  internal @g`, `memref.global "private" constant @g`) did not define its symbol;
+- a GPU op with nothing after its dependency list (`%t = gpu.create_csr async [%t0]`) ended,
+  in our IR, at its name, so a dependency under the cursor found no op.
 """
 
 from __future__ import annotations
@@ -79,82 +76,9 @@ KNOWN_DIFFERENCES: dict[tuple[str, int, str], str] = {
     ("Dialect/GPU/ops.mlir", 219, "@binary_1"): UNRESOLVED_LEAF,
 }
 
-# Our bugs, reported with this test: (file, line, name as written) -> which bug (see the
-# module docstring). Remove an entry once the server answers it right.
-SYMBOL_AFTER_KEYWORD = "symbol-after-keyword"
-ASYNC_DEPS_LAST = "async-deps-last"
-
-
-def _listed(bug: str, by_file: dict[str, list[tuple[int, str]]]):
-    return {(path, line, name): bug for path, items in by_file.items() for line, name in items}
-
-
-EXPECTED_FAILURES: dict[tuple[str, int, str], str] = {
-    **_listed(SYMBOL_AFTER_KEYWORD, {
-        "Dialect/GPU/async-region.mlir": [(10, "@foo"), (27, "@foo"), (69, "@foo")],
-        "Dialect/GPU/dynamic-shared-memory.mlir": [
-            (5, "@__dynamic_shmem__0"), (6, "@__dynamic_shmem__1"), (7, "@__dynamic_shmem__2"),
-        ],
-        "Dialect/GPU/gpu-lower-to-xevm-declaration-only-kernels.mlir": [
-            (9, "@__hipblaslt_init_kernel"), (12, "@__hipblaslt_init_small_kernel"),
-            (15, "@__hipblaslt_init_nan_tri_kernel"),
-        ],
-        "Dialect/GPU/ops.mlir": [(186, "@two_value_generator"), (222, "@two_value_generator")],
-        "Dialect/GPU/outlining.mlir": [(319, "@global"), (330, "@global")],
-        "Integration/GPU/CUDA/all-reduce-and.mlir": [
-            (63, "@printMemrefI32"), (69, "@printMemrefI32"),
-        ],
-        "Integration/GPU/CUDA/all-reduce-op.mlir": [
-            (33, "@printMemrefF32"), (37, "@printMemrefF32"),
-        ],
-        "Integration/GPU/CUDA/all-reduce-region.mlir": [
-            (32, "@printMemrefF32"), (36, "@printMemrefF32"),
-        ],
-        "Integration/GPU/CUDA/async.mlir": [(69, "@printMemrefI32"), (73, "@printMemrefI32")],
-        "Integration/GPU/CUDA/gpu-to-cubin.mlir": [
-            (32, "@printMemrefF32"), (35, "@printMemrefF32"), (41, "@printMemrefF32"),
-        ],
-        "Integration/GPU/CUDA/multiple-all-reduce.mlir": [
-            (66, "@printMemrefF32"), (69, "@printMemrefF32"), (75, "@printMemrefF32"),
-        ],
-        "Integration/GPU/CUDA/shuffle.mlir": [(33, "@printMemrefF32"), (37, "@printMemrefF32")],
-        "Integration/GPU/CUDA/two-modules.mlir": [(30, "@printMemrefI32"), (34, "@printMemrefI32")],
-        "Integration/GPU/LevelZero/gpu-memcpy-addf32-to-spirv.mlir": [
-            (9, "@__constant_2x2x2xf32_0"), (10, "@__constant_2x2x2xf32"),
-            (12, "@__constant_2x2x2xf32"), (13, "@__constant_2x2x2xf32_0"),
-            (16, "@printMemrefF32"), (20, "@printMemrefF32"),
-        ],
-        "Integration/GPU/LevelZero/gpu-reluf32-to-spirv.mlir": [
-            (9, "@__constant_4x5xf32"), (20, "@__constant_4x5xf32"), (25, "@printMemrefF32"),
-            (34, "@printMemrefF32"),
-        ],
-        "Integration/GPU/ROCM/two-modules.mlir": [
-            (20, "@mgpuMemGetDeviceMemRef1dInt32"), (33, "@printMemrefI32"),
-            (37, "@mgpuMemGetDeviceMemRef1dInt32"), (38, "@printMemrefI32"),
-        ],
-        "Integration/GPU/ROCM/vecadd.mlir": [
-            (49, "@mgpuMemGetDeviceMemRef1dFloat"), (50, "@mgpuMemGetDeviceMemRef1dFloat"),
-            (51, "@mgpuMemGetDeviceMemRef1dFloat"), (57, "@printMemrefF32"),
-            (61, "@mgpuMemGetDeviceMemRef1dFloat"), (62, "@printMemrefF32"),
-        ],
-        "Integration/GPU/SYCL/gpu-addf32-to-spirv.mlir": [
-            (9, "@__constant_2x2x2xf32_0"), (10, "@__constant_2x2x2xf32"),
-            (12, "@__constant_2x2x2xf32"), (13, "@__constant_2x2x2xf32_0"),
-            (16, "@printMemrefF32"), (19, "@printMemrefF32"),
-        ],
-        "Integration/GPU/SYCL/gpu-memcpy-addf32-to-spirv.mlir": [
-            (9, "@__constant_2x2x2xf32_0"), (10, "@__constant_2x2x2xf32"),
-            (12, "@__constant_2x2x2xf32"), (13, "@__constant_2x2x2xf32_0"),
-            (16, "@printMemrefF32"), (20, "@printMemrefF32"),
-        ],
-        "extra/gpu.mlir": [(16, "@helper"), (37, "@helper")],
-        "extra/symbols.mlir": [
-            (3, "@f"), (7, "@f"), (11, "@table"), (13, "@counter"), (14, "@decl"), (16, "@table"),
-            (18, "@counter"), (19, "@decl"),
-        ],
-    }),
-    **_listed(ASYNC_DEPS_LAST, {"Dialect/GPU/sparse-roundtrip.mlir": [(187, "%token5")]}),
-}
+# Our bugs found by this test, each fixed, none listed now: (file, line, name as written) ->
+# which bug. An entry must still disagree (a fix fails the test until it is removed).
+EXPECTED_FAILURES: dict[tuple[str, int, str], str] = {}
 
 
 # -- a minimal client for mlir-lsp-server --------------------------------------------------------
