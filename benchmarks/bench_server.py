@@ -2,6 +2,7 @@
 
     python benchmarks/bench_server.py [--sizes 1000,10000,50000] [--repeat 5]
                                       [--servers ours,mlir] [--ours-cmd CMD] [--timeout 120]
+                                      [--feature-lines 50000]
 
 What is measured, per server and per generated host-code file (benchmarks/gen_host.py, opened as
 `file:///tmp/.../host<N>.mlir`, language id `mlir`):
@@ -20,7 +21,23 @@ What is measured, per server and per generated host-code file (benchmarks/gen_ho
 3. code action: `textDocument/codeAction` on the range of a GPU op in the middle of the file,
    `context.diagnostics` empty -> its response;
 4. memory: the server's peak resident set (VmHWM in /proc, summed over its child processes if
-   it has any), read just before `shutdown`, with the document of that size still open.
+   it has any), read just before `shutdown`, with the document of that size still open;
+5. editor requests, on the document of `--feature-lines` lines only (default 50000; the largest
+   of `--sizes` if that size is not among them), once it is open and analysed (after the edits
+   above, whose last publishDiagnostics has been read, so the text is the opened one again):
+   `textDocument/inlayHint` for 60 visible lines in the middle of the file and for the last 60
+   lines, `textDocument/codeLens` for the document, `textDocument/hover` on the name of a
+   `gpu.memcpy` in the middle, `textDocument/definition` on an SSA use there (`%dev`) and on
+   the `@scale` of a `gpu.launch_func @kernels::@scale`; each request -> its response.
+   5a asks them again and again of the same version (what was computed for it may be cached;
+   the first request of each is printed apart); 5b asks each once after an edit (a blank
+   inserted in a function not edited before, its publishDiagnostics read, then removed again,
+   untimed, after the requests), as an editor does after every change. Every request goes to
+   both servers; one that answers a method with an error (e.g. -32601, method not found) is
+   reported as "unsupported" for it and not asked again, a null result is timed and marked
+   "(null)", one that times out stops measurement 5 for that server (not the whole run), and
+   hints are checked to lie in the range asked and definitions to point to the right line.
+   The last lines of the output sum 5b up: ours vs mlir-lsp-server-22 and the ratio.
 
 Why: issue 3's targets are ratios to `mlir-lsp-server-22`, the MLIR project's server that
 users compare us with (an edit at 50k lines in at most 0.25x its time, at 10k lines in at most
@@ -34,8 +51,9 @@ The client is the standard library only (subprocess pipes, `Content-Length` fram
 thread per server routing responses by id and notifications by method), identical for both
 servers, with a realistic client capability set (VS Code-like: utf-16 positions, versioned
 diagnostics, code action literals with data and disabled support, document changes in
-workspace edits). Every wait has a timeout; a server that fails or times out is reported and
-killed, and the other one goes on. The script exits 0 whether or not the targets are met.
+workspace edits, definition links, inlay hints and code lenses with refresh support). Every
+wait has a timeout; a server that fails or times out is reported and killed, and the other one
+goes on. The script exits 0 whether or not the targets are met.
 If our server is not installed yet, it says so and measures `mlir-lsp-server-22` alone.
 """
 
@@ -88,6 +106,10 @@ CLIENT_CAPABILITIES: dict[str, Any] = {
                 "refactor.rewrite", "source", "source.organizeImports"]}},
         },
         "hover": {"dynamicRegistration": False, "contentFormat": ["markdown", "plaintext"]},
+        "definition": {"dynamicRegistration": False, "linkSupport": True},
+        "inlayHint": {"dynamicRegistration": False, "resolveSupport": {"properties": [
+            "tooltip", "textEdits", "label.tooltip", "label.location", "label.command"]}},
+        "codeLens": {"dynamicRegistration": False},
         "documentSymbol": {"dynamicRegistration": False,
                            "hierarchicalDocumentSymbolSupport": True},
     },
@@ -100,6 +122,8 @@ CLIENT_CAPABILITIES: dict[str, Any] = {
         "didChangeConfiguration": {"dynamicRegistration": False},
         "configuration": True,
         "workspaceFolders": True,
+        "inlayHint": {"refreshSupport": True},
+        "codeLens": {"refreshSupport": True},
     },
     "window": {"workDoneProgress": False, "showMessage": {}},
 }
@@ -111,6 +135,14 @@ class BenchError(Exception):
 
 class WaitTimeout(BenchError):
     """A wait ran out of time."""
+
+
+class ResponseError(BenchError):
+    """The server answered a request with a JSON-RPC error (the server itself is fine)."""
+
+    def __init__(self, message: str, error: dict):
+        super().__init__(message)
+        self.error = error
 
 
 # -- the client -------------------------------------------------------------------------------
@@ -171,7 +203,8 @@ class LspClient:
         with self._pending_lock:
             self._pending.pop(rid, None)
         if "error" in msg:
-            raise BenchError(f"{self.name}: {method} answered with an error: {msg['error']}")
+            raise ResponseError(f"{self.name}: {method} answered with an error: {msg['error']}",
+                                msg["error"] if isinstance(msg["error"], dict) else {})
         return msg.get("result"), t1 - t0
 
     # reading
@@ -350,6 +383,142 @@ def doc_sites(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int, in
     return edits, actions
 
 
+HINT_LINES = 60   # an editor window's worth of lines
+
+
+class Feature:
+    """One editor request of measurement 5: its method, its params and what to expect.
+
+    `expect_line` is the 0-based line a definition should point to (None: not checked).
+    """
+
+    def __init__(self, name: str, method: str, params: dict, where: str,
+                 expect_line: int | None = None):
+        self.name, self.method, self.params, self.where = name, method, params, where
+        self.expect_line = expect_line
+
+
+def feature_sites(text: str, uri: str) -> list[Feature]:
+    """The requests of measurement 5, at positions in the function in the middle of the file."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()               # the text ends with a newline: no line after it to show
+    starts = [i for i, ln in enumerate(lines) if ln.lstrip().startswith("func.func @step")]
+    if not starts:
+        raise SystemExit("gen_host.generate produced no functions")
+    kernel_line = next((i for i, ln in enumerate(lines) if "gpu.func @scale" in ln), None)
+    doc = {"uri": uri}
+
+    def pos(line: int, col: int) -> dict:
+        return {"line": line, "character": col}
+
+    mid = len(starts) // 2
+    alloc = memcpy = launch = None
+    for k in range(mid, len(starts)):       # the middle function, or the next one that has all
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        alloc = memcpy = launch = None
+        for i in range(starts[k], end):
+            ln = lines[i]
+            if alloc is None and "%dev = gpu.alloc" in ln:
+                alloc = i
+            if memcpy is None and ln.lstrip().startswith("gpu.memcpy %dev"):
+                memcpy = i
+            if launch is None and "gpu.launch_func @kernels::@scale" in ln:
+                launch = i
+        if alloc is not None and memcpy is not None and launch is not None:
+            mid = k
+            break
+    if alloc is None or memcpy is None or launch is None:
+        raise SystemExit("gen_host.generate produced no function with gpu.alloc, gpu.memcpy "
+                         "and gpu.launch_func")
+    top = starts[mid]
+    last = len(lines) - 1
+    mid_range = {"start": pos(top, 0), "end": pos(top + HINT_LINES, 0)}
+    end_first = max(0, last + 1 - HINT_LINES)
+    end_range = {"start": pos(end_first, 0), "end": pos(last, len(lines[last]))}
+    op_col = lines[memcpy].index("gpu.memcpy")
+    use_col = lines[memcpy].index("%dev")
+    sym_col = lines[launch].index("@scale")
+    return [
+        Feature("inlayHint (middle)", "textDocument/inlayHint",
+                {"textDocument": doc, "range": mid_range},
+                f"lines {top + 1}-{top + HINT_LINES}"),
+        Feature("inlayHint (end)", "textDocument/inlayHint",
+                {"textDocument": doc, "range": end_range},
+                f"lines {end_first + 1}-{last + 1}"),
+        Feature("codeLens", "textDocument/codeLens", {"textDocument": doc}, "whole document"),
+        Feature("hover gpu.memcpy", "textDocument/hover",
+                {"textDocument": doc, "position": pos(memcpy, op_col + 4)},
+                f"{memcpy + 1}:{op_col + 5}"),
+        Feature("definition %dev", "textDocument/definition",
+                {"textDocument": doc, "position": pos(memcpy, use_col + 2)},
+                f"{memcpy + 1}:{use_col + 3}", expect_line=alloc),
+        Feature("definition @kernels::@scale", "textDocument/definition",
+                {"textDocument": doc, "position": pos(launch, sym_col + 2)},
+                f"{launch + 1}:{sym_col + 3}", expect_line=kernel_line),
+    ]
+
+
+def describe_result(f: Feature, result: Any) -> str:
+    """A short account of a response of measurement 5 (what was answered, not how fast)."""
+    if result is None:
+        return "null"
+    if f.method == "textDocument/inlayHint":
+        hints = result if isinstance(result, list) else []
+        rng = f.params["range"]
+        lo = (rng["start"]["line"], rng["start"]["character"])
+        hi = (rng["end"]["line"], rng["end"]["character"])
+        outside = 0
+        for h in hints:
+            p = h.get("position") if isinstance(h, dict) else None
+            at = (p.get("line", -1), p.get("character", -1)) if isinstance(p, dict) else None
+            if at is None or not lo <= at <= hi:
+                outside += 1
+        labels = []
+        for h in hints[:2]:
+            label = h.get("label") if isinstance(h, dict) else None
+            if isinstance(label, list):
+                label = "".join(p.get("value", "") for p in label if isinstance(p, dict))
+            labels.append(repr(str(label)[:40]))
+        return (f"{len(hints)} hints" + (f" ({outside} OUTSIDE the range)" if outside else "")
+                + (f", e.g. {', '.join(labels)}" if labels else ""))
+    if f.method == "textDocument/codeLens":
+        lenses = result if isinstance(result, list) else []
+        unresolved = sum(1 for c in lenses if isinstance(c, dict) and not c.get("command"))
+        title = next((c["command"].get("title", "") for c in lenses
+                      if isinstance(c, dict) and isinstance(c.get("command"), dict)), None)
+        return (f"{len(lenses)} lenses" + (f" ({unresolved} to resolve)" if unresolved else "")
+                + (f", e.g. {title[:50]!r}" if title is not None else ""))
+    if f.method == "textDocument/hover":
+        contents = result.get("contents") if isinstance(result, dict) else None
+        if isinstance(contents, dict):
+            value = contents.get("value", "")
+        elif isinstance(contents, list):
+            value = "\n".join(c if isinstance(c, str) else c.get("value", "") for c in contents)
+        else:
+            value = str(contents or "")
+        first = next((ln.strip() for ln in value.splitlines() if ln.strip().strip("`")), "")
+        return f"{len(value)} chars, {first[:50]!r}"
+    if f.method == "textDocument/definition":
+        locs = result if isinstance(result, list) else [result]
+        targets = []
+        for loc in locs:
+            if not isinstance(loc, dict):
+                continue
+            rng = loc.get("targetSelectionRange") or loc.get("range") or loc.get("targetRange")
+            if isinstance(rng, dict):
+                targets.append(rng.get("start", {}).get("line"))
+        if not targets:
+            return "no location"
+        shown = ", ".join(str(t + 1) if isinstance(t, int) else "?" for t in targets[:3])
+        verdict = ""
+        if f.expect_line is not None:
+            verdict = (" (right)" if f.expect_line in targets
+                       else f" (WRONG: expected line {f.expect_line + 1})")
+        return f"line {shown}{verdict}"
+    return type(result).__name__
+
+
 class Session:
     """One server process serving the document of one size; collects its samples."""
 
@@ -360,6 +529,10 @@ class Session:
         self.samples: dict[str, list[float]] = {"open": [], "cold_open": [], "insert": [],
                                                 "delete": [],
                                                 "action": []}
+        self.features: list[Feature] = []
+        self.feature_notes: dict[str, str] = {}     # phase:feature -> what was answered
+        self.unsupported: dict[str, tuple[str, str]] = {}   # feature -> (status, why)
+        self.features_stopped: str | None = None     # why no more requests of measurement 5
         self.failed: str | None = None
         self.info: dict[str, Any] = {}
         self.version = 0
@@ -382,6 +555,9 @@ class Session:
         change = sync.get("change", 0) if isinstance(sync, dict) else (sync or 0)
         self.info.update(sync=change, encoding=caps.get("positionEncoding", "(none: utf-16)"),
                          code_actions=caps.get("codeActionProvider"),
+                         providers={p: caps.get(p) for p in (
+                             "inlayHintProvider", "codeLensProvider", "hoverProvider",
+                             "definitionProvider")},
                          server=(result or {}).get("serverInfo"), init_ms=dt * 1000)
         self.client.notify("initialized", {})
         if change not in (1, 2):
@@ -427,7 +603,7 @@ class Session:
         self._open()
         self.current = self.text
 
-    def measure_edit(self, r: int, insert: bool) -> None:
+    def measure_edit(self, r: int, insert: bool, record: bool = True) -> None:
         line, col = self.edits[r % len(self.edits)]
         start = {"line": line, "character": col}
         if insert:
@@ -451,7 +627,8 @@ class Session:
             "textDocument": {"uri": self.uri, "version": self.version},
             "contentChanges": [change]})
         _, dt = self.client.wait_diagnostics(self.uri, self.version, t0)
-        self.samples["insert" if insert else "delete"].append(dt)
+        if record:
+            self.samples["insert" if insert else "delete"].append(dt)
 
     def measure_action(self, r: int) -> None:
         line, start, end = self.actions[r % len(self.actions)]
@@ -466,6 +643,32 @@ class Session:
             (a.get("title", "?"), a.get("kind", "(command)"),
              "disabled" if a.get("disabled") else ("edit" if a.get("edit") else "no edit"))
             for a in actions]
+
+    def measure_feature(self, f: Feature, phase: str) -> None:
+        """One request of measurement 5 (phase "same" or "fresh"); an error answer marks the
+        feature unsupported."""
+        if f.name in self.unsupported or self.features_stopped:
+            return
+        try:
+            result, dt = self.client.request(f.method, f.params)
+        except ResponseError as e:
+            code = e.error.get("code")
+            status = "unsupported" if code == -32601 else "error"
+            self.unsupported[f.name] = (status, f"{status} ({code}: "
+                                                f"{str(e.error.get('message', ''))[:80]})")
+            return
+        except WaitTimeout as e:
+            # Not asked again, nor anything else of measurement 5: the server may be stuck
+            # on it. The session goes on to its memory reading and shutdown.
+            self.unsupported[f.name] = ("timeout", f"timed out ({e})")
+            self.features_stopped = f"not asked after {f.name} timed out"
+            return
+        key = f"{phase}:{f.name}"
+        if not self.samples.get(key):
+            self.samples[key] = []
+            self.info.setdefault("feature_first_ms", {})[key] = dt * 1000
+        self.samples[key].append(dt)
+        self.feature_notes[key] = describe_result(f, result)
 
     def finish(self) -> None:
         if self.failed is None:
@@ -493,13 +696,15 @@ def ours_available(cmd: list[str]) -> str | None:
     return None
 
 
-def run_size(size: int, servers: dict[str, list[str]], args, tmp: str) -> dict[str, Session]:
+def run_size(size: int, servers: dict[str, list[str]], args, tmp: str,
+             with_features: bool = False) -> dict[str, Session]:
     text = generate(size)
     root = Path(tmp)
     path = root / f"host{size}.mlir"
     path.write_text(text)
     uri = path.as_uri()
     edits, actions = doc_sites(text)
+    features = feature_sites(text, uri) if with_features else []
     sessions: dict[str, Session] = {}
     for key, cmd in servers.items():
         try:
@@ -511,6 +716,7 @@ def run_size(size: int, servers: dict[str, list[str]], args, tmp: str) -> dict[s
         try:
             s.initialize(root)
             s.set_document(uri, text, edits, actions)
+            s.features = features
         except BenchError as e:
             s.fail(e)
 
@@ -537,6 +743,25 @@ def run_size(size: int, servers: dict[str, list[str]], args, tmp: str) -> dict[s
     for r in range(args.repeat):
         for s in each(r):
             step(s, s.measure_action, r)
+    # 5a. The document is open, its text is the opened one again and the diagnostics of the
+    # last edit have been read: it has been analysed. The same requests again and again.
+    for r in range(args.repeat):
+        for s in each(r):
+            for f in features:
+                if s.failed is None:
+                    step(s, s.measure_feature, f, "same")
+    # 5b. What an editor asks after each change: a blank inserted in a function not edited
+    # before (a text no server has seen), its diagnostics read, then every request once;
+    # the blank is removed again (not timed) before the next repeat.
+    if features:
+        for r in range(args.repeat):
+            for s in each(r):
+                step(s, s.measure_edit, args.repeat + r, True, False)
+                for f in features:
+                    if s.failed is None:
+                        step(s, s.measure_feature, f, "fresh")
+                if s.failed is None:
+                    step(s, s.measure_edit, args.repeat + r, False, False)
     for s in sessions.values():
         s.finish()
     return sessions
@@ -578,6 +803,90 @@ def print_table(title: str, results: dict[int, dict[str, Session]], kinds: list[
     return ratios
 
 
+PHASES = {
+    "same": "a. the same version, asked again and again (first request in the notes below)",
+    "fresh": "b. the first request after an edit (a new version, its diagnostics read): what "
+             "an editor asks after each change",
+}
+
+
+def print_features(size: int, sessions: dict[str, Session],
+                   keys: list[str]) -> list[tuple[str, dict[str, str], float | None]]:
+    """Tables of measurement 5 (feature, ours, mlir, ratio), then what each server answered.
+
+    Returns the rows of 5b (feature, median cell per server, ratio) for the summary.
+    """
+    features = next((s.features for s in sessions.values() if s.features), [])
+    print(f"\n5. editor requests on the {size}-line document, open and analysed: "
+          "request -> response (ms)")
+    summary: list[tuple[str, dict[str, str], float | None]] = []
+    if not features:
+        print("   not measured (no server got that far)")
+        return summary
+
+    def cell(s: Session | None, f: Feature, phase: str) -> tuple[str, str, float | None]:
+        if s is None:
+            return "-", "-", None
+        xs = s.samples.get(f"{phase}:{f.name}", [])
+        if xs:
+            null = " (null)" if s.feature_notes.get(f"{phase}:{f.name}") == "null" else ""
+            return fmt(med(xs), 0, ".2f") + null, fmt(low(xs), 0, ".2f"), med(xs)
+        if f.name in s.unsupported:
+            return s.unsupported[f.name][0], "-", None
+        if s.failed:
+            return "failed", "-", None
+        return "skipped" if s.features_stopped else "-", "-", None
+
+    for phase, title in PHASES.items():
+        print(f"5{title}")
+        head = f"{'feature':<28}"
+        for k in keys:
+            head += f" {LABELS[k] + ' median':>26} {'min':>8}"
+        head += f" {'ours/mlir':>10}"
+        print(head)
+        for f in features:
+            row = f"{f.name:<28}"
+            meds: dict[str, float | None] = {}
+            cells: dict[str, str] = {}
+            for k in keys:
+                cells[k], lo, meds[k] = cell(sessions.get(k), f, phase)
+                row += f" {cells[k]:>26} {lo:>8}"
+            o, t = meds.get("ours"), meds.get("mlir")
+            ratio = o / t if o is not None and t else None
+            row += f" {fmt(ratio, 10, '.3f')}"
+            print(row)
+            if phase == "fresh":
+                summary.append((f.name, cells, ratio))
+    print("   where: " + "; ".join(f"{f.name} at {f.where}" for f in features))
+    for k in keys:
+        s = sessions.get(k)
+        if s is None:
+            continue
+        first = s.info.get("feature_first_ms", {})
+        if s.failed and not any(x.startswith(("same:", "fresh:")) for x in s.samples):
+            print(f"   {LABELS[k]}: not measured, the server failed: {s.failed}")
+            continue
+        print(f"   {LABELS[k]} answered (5a; the first request of 5a took):")
+        for f in features:
+            key = "same:" + f.name
+            if key not in s.feature_notes and f.name in s.unsupported:
+                note = s.unsupported[f.name][1]
+            elif key in s.feature_notes:
+                note = s.feature_notes[key] + (f"; first {first[key]:.1f} ms" if key in first
+                                               else "")
+                fresh = s.feature_notes.get("fresh:" + f.name)
+                if fresh is not None and fresh != s.feature_notes[key]:
+                    note += f"; after an edit: {fresh}"
+                if f.name in s.unsupported:
+                    note += f"; then {s.unsupported[f.name][1]}"
+            else:
+                note = "not measured" + (f" (server failed: {s.failed})" if s.failed else
+                                         f" ({s.features_stopped})" if s.features_stopped
+                                         else "")
+            print(f"     {f.name:<28} {note}")
+    return summary
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -590,12 +899,21 @@ def main() -> int:
     ap.add_argument("--mlir-cmd", default=shlex.join(MLIR_CMD),
                     help="command line of the reference server (default: %(default)s)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds any single wait may take")
+    ap.add_argument("--feature-lines", type=int, default=50000,
+                    help="size of the document on which inlay hints, code lenses, hover and "
+                         "definition are measured (the largest of --sizes if it is not one of "
+                         "them; 0: not measured; default: %(default)s)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     wanted = [k.strip() for k in args.servers.split(",") if k.strip()]
     unknown = [k for k in wanted if k not in LABELS]
     if unknown or not wanted or args.repeat < 1:
         ap.error(f"--servers takes ours and/or mlir; --repeat at least 1 (got {args.servers!r})")
+    if not sizes:
+        ap.error("--sizes: no size given")
+    feature_size = None
+    if args.feature_lines > 0:
+        feature_size = args.feature_lines if args.feature_lines in sizes else max(sizes)
 
     servers: dict[str, list[str]] = {}
     if "ours" in wanted:
@@ -619,14 +937,16 @@ def main() -> int:
     keys = list(servers)
     for k in keys:
         print(f"{LABELS[k]}: {shlex.join(servers[k])}")
-    print(f"sizes {sizes}, {args.repeat} samples each, timeout {args.timeout:.0f} s per wait")
+    print(f"sizes {sizes}, {args.repeat} samples each, timeout {args.timeout:.0f} s per wait"
+          + (f"; editor requests at {feature_size} lines" if feature_size else ""))
 
     results: dict[int, dict[str, Session]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_server.") as tmp:
         for size in sizes:
             print(f"-- {size} lines ...", flush=True)
             t = time.perf_counter()
-            results[size] = run_size(size, servers, args, tmp)
+            results[size] = run_size(size, servers, args, tmp,
+                                     with_features=size == feature_size)
             print(f"   done in {time.perf_counter() - t:.1f} s", flush=True)
 
     print_table("1a. first didOpen of the text (cold) -> first publishDiagnostics", results,
@@ -656,6 +976,10 @@ def main() -> int:
             row += f" {cell:>26}"
         print(row)
 
+    feature_summary = []
+    if feature_size is not None:
+        feature_summary = print_features(feature_size, results.get(feature_size, {}), keys)
+
     print("\nProtocol behaviour observed")
     sync_names = {1: "full", 2: "incremental"}
     for k in keys:
@@ -670,6 +994,10 @@ def main() -> int:
                   f"{i.get('diag_version')}, diagnostics on open: {i.get('open_diagnostics')}, "
                   f"close clears: {i.get('close_clears')}")
             print(f"    code actions on a gpu.memcpy line: {i.get('actions')}")
+            providers = {p.removesuffix("Provider"): v
+                         for p, v in (i.get("providers") or {}).items() if v}
+            print(f"    providers advertised (of inlayHint, codeLens, hover, definition): "
+                  f"{json.dumps(providers, separators=(',', ':')) if providers else 'none'}")
             if s.client.server_requests:
                 print(f"    server requests: {sorted(set(s.client.server_requests))}")
             if s.client.messages:
@@ -691,6 +1019,13 @@ def main() -> int:
     verdict = "not measured" if mb is None else ("met" if mb < MEMORY_TARGET_MB else "MISSED")
     print(f"  memory with a {MEMORY_TARGET_LINES}-line document open < {MEMORY_TARGET_MB} MB: "
           + ("" if mb is None else f"{mb:.0f} MB, ") + verdict)
+    if feature_summary:
+        print(f"\nEditor requests at {feature_size} lines, first after an edit (5b), medians: "
+              + " vs ".join(LABELS[k] for k in keys))
+        for name, cells, ratio in feature_summary:
+            print(f"  {name}: " + " vs ".join(
+                cells[k] + (" ms" if cells[k][:1].isdigit() else "") for k in keys)
+                + ("" if ratio is None else f" ({ratio:.2f}x)"))
     return 0
 
 
