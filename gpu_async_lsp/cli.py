@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import dataclasses
 import difflib
-import gc
 import json
 import os
 import re
@@ -38,6 +37,7 @@ from gpu_async_lsp.parallel import analyze_in_shares
 from gpu_async_lsp.server import build_arg_parser as build_serve_parser
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
 from gpu_async_lsp.syntax import parse_document
+from gpu_async_lsp.syntax.parser import gc_paused
 from gpu_async_lsp.syntax.tree import format_tree
 from gpu_async_lsp.text import LineIndex
 
@@ -97,18 +97,6 @@ class CheckOptions:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic GC around a big parse (PARSING.md: 21 s -> 14 s at 50k lines)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
 
 def _printable(name: str) -> str:
     """A path as text that any UTF-8 stream can print (undecodable bytes become U+FFFD)."""
@@ -194,7 +182,7 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
 
     A buffer with syntax errors is never rewritten: the fixed text is then the text itself.
     """
-    with _gc_paused():
+    with gc_paused():
         findings, edits, rewritten, syntax_errors = analyze_in_shares(
             text, options.strict, options.buffer_jobs)
         fixed = text
@@ -604,7 +592,7 @@ def run_tree(args, stdin, stdout, stderr) -> int:
         if text is None:
             print(f"{display}: error: {why}", file=stderr)
             return 2
-        with _gc_paused():
+        with gc_paused():
             doc = parse_document(text)
         stdout.write(format_tree(doc))
         index = LineIndex(text)

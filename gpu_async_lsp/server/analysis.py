@@ -26,6 +26,7 @@ from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, Unit, tokenize_lines
 from gpu_async_lsp.syntax.parser import (
     OP_WORDS,
     TOP_LEVEL_DIALECT,
+    gc_paused,
     parse_container_header,
     parse_unit_tokens,
     split_document,
@@ -252,6 +253,11 @@ class Analyzer:
                 previous: DocumentAnalysis | None = None) -> DocumentAnalysis:
         """The analysis of `text`. Given the analysis of an earlier text of the same document,
         an edit inside one function's body re-analyses that unit only (no re-split)."""
+        with gc_paused():
+            return self._analyze(text, version, previous)
+
+    def _analyze(self, text: str, version: int | None,
+                 previous: DocumentAnalysis | None) -> DocumentAnalysis:
         if previous is not None and previous.text is not text and previous.strict == self.strict:
             quick = self._reuse(text, version, previous)
             if quick is not None:
@@ -333,8 +339,14 @@ class Analyzer:
         containers = [c.shifted(old_end, delta) for c in previous.containers]
         chunks = [(s + delta, e + delta) if s >= old_end else (s, e + delta if e >= old_end else e)
                   for s, e in previous.chunks]
-        return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
-                                containers, chunks)
+        result = DocumentAnalysis(version, text, placed, headers, errors, self.strict,
+                                  containers, chunks)
+        # Results derived from the whole document that one unit's change may leave valid
+        # (server/features.py decides): offered to the new analysis with the unit's index.
+        for key in CARRIED_MEMOS:
+            if key in previous.memo:
+                result.memo[("carried", key)] = (previous.memo[key], k)
+        return result
 
     def _unit(self, source: str, dialect: str | None, device: bool) -> UnitResult:
         key = (source, dialect, device)
@@ -347,6 +359,10 @@ class Analyzer:
                 self._cache.clear()
             self._cache[key] = result
         return result
+
+
+# Per-document results that may survive an edit inside one unit (see features.symbol_table).
+CARRIED_MEMOS = ("symtab",)
 
 
 # What an edit may not touch for the unit layout to stay: braces, quotes (strings hold braces),

@@ -9,6 +9,7 @@ No pygls or lsprotocol here.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 
@@ -92,25 +93,35 @@ def document_symbols(a: DocumentAnalysis) -> list[SymbolNode]:
     return roots
 
 
-def _unit_symbols(unit: PlacedUnit) -> list[SymbolNode]:
-    result = unit.result
-    nodes = result.memo.get("symbols")
-    if nodes is None:
-        nodes = []
-        for op, _owner in nav.symbol_ops(list(result.ops)):
+def _relative_symbols(result) -> tuple[list[SymbolNode], list[int]]:
+    """The symbol ops of one unit at offsets relative to it, and for each the index of the
+    symbol op it is nested in (-1: none in this unit). Kept with the unit."""
+    cached = result.memo.get("symbols")
+    if cached is None:
+        nodes: list[SymbolNode] = []
+        owners: list[int] = []
+        index_of: dict[int, int] = {}
+        for op, owner in nav.symbol_ops(list(result.ops)):
             sym = op.symbol_name
+            index_of[id(op)] = len(nodes)
+            owners.append(index_of[id(owner)] if owner is not None else -1)
             nodes.append(SymbolNode(sym.path[0], op.name, symbol_kind(op.name), op.start,
                                     op.end, (sym.start, sym.end),
-                                    table=op.name in _KINDS and _KINDS[op.name] == MODULE))
+                                    table=symbol_kind(op.name) == MODULE))
         if not result.ops and result.syntax_error:
             m = _BROKEN_HEAD.match(result.source)
             if m:
+                owners.append(-1)
                 nodes.append(SymbolNode(m.group(2), m.group(1), symbol_kind(m.group(1)),
                                         m.start(1), len(result.source.rstrip()),
                                         (m.start(2), m.end(2))))
-        result.memo["symbols"] = nodes
+        cached = result.memo["symbols"] = (nodes, owners)
+    return cached
+
+
+def _unit_symbols(unit: PlacedUnit) -> list[SymbolNode]:
     base = unit.base
-    return [_moved(n, base) for n in nodes]
+    return [_moved(n, base) for n in _relative_symbols(unit.result)[0]]
 
 
 def _moved(node: SymbolNode, delta: int) -> SymbolNode:
@@ -182,10 +193,10 @@ def definition(a: DocumentAnalysis, offset: int) -> list[Span]:
     unit, at = _name_at(a, offset)
     if at is None:
         container = _container_symbol_at(a, offset)
-        return [Span(*container.selection)] if container else []
+        return [Span(*symbol_table(a).selection(container))] if container is not None else []
     if at.kind == nav.SYMBOL:
-        node = resolve_symbol(a, at.ref.path[:at.component + 1], unit.base + at.ref.start)
-        return [Span(*node.selection)] if node else []
+        found = resolve_symbol(a, at.ref.path[:at.component + 1], unit.base + at.ref.start)
+        return [Span(*symbol_table(a).selection(found))] if found is not None else []
     target = nav.definition(list(unit.result.ops), at)
     return [_absolute(target, unit.base)] if target else []
 
@@ -194,10 +205,9 @@ def references(a: DocumentAnalysis, offset: int, include_declaration: bool = Tru
     """Every place that names what `offset` names (symbols: in the whole document)."""
     unit, at = _name_at(a, offset)
     if at is None:
-        container = _container_symbol_at(a, offset)
-        if container is None:
+        target = _container_symbol_at(a, offset)
+        if target is None:
             return []
-        target = container
     elif at.kind == nav.SYMBOL:
         target = resolve_symbol(a, at.ref.path[:at.component + 1], unit.base + at.ref.start)
         if target is None:
@@ -212,59 +222,149 @@ def references(a: DocumentAnalysis, offset: int, include_declaration: bool = Tru
     return _symbol_references(a, target, include_declaration)
 
 
-def _container_symbol_at(a: DocumentAnalysis, offset: int) -> SymbolNode | None:
+# A symbol of the document: ("c", container index) or ("u", unit index, index of the symbol
+# op among the unit's); None stands for a chunk's top level.
+SymbolId = tuple
+
+
+class SymbolTable:
+    """The symbols of one document version, by name, with the symbol table each belongs to
+    (MLIR: the nearest enclosing op that is a symbol table: here `module`, `gpu.module`, or a
+    symbol op holding nested ones). Built in one pass over units and containers, both in text
+    order; per unit only its first symbol ops are looked at (kept with the unit)."""
+
+    def __init__(self, a: DocumentAnalysis):
+        self.a = a
+        containers = a.containers
+        self.container_parent: list[int] = []
+        self.unit_parent: list[int] = []
+        self.by_name: dict[str, list[SymbolId]] = {}
+        stack: list[int] = []  # containers open at the current position
+
+        def enclosing(start: int) -> int:
+            while stack and containers[stack[-1]].end <= start:
+                stack.pop()
+            return stack[-1] if stack else -1
+
+        ci = 0
+        for ui, unit in enumerate(a.units):
+            while ci < len(containers) and containers[ci].start <= unit.base:
+                self.container_parent.append(enclosing(containers[ci].start))
+                if containers[ci].symbol:
+                    self.by_name.setdefault(containers[ci].symbol, []).append(("c", ci))
+                stack.append(ci)
+                ci += 1
+            self.unit_parent.append(enclosing(unit.base))
+            nodes, _ = _relative_symbols(unit.result)
+            for ni, node in enumerate(nodes):
+                self.by_name.setdefault(node.name, []).append(("u", ui, ni))
+        while ci < len(containers):
+            self.container_parent.append(enclosing(containers[ci].start))
+            if containers[ci].symbol:
+                self.by_name.setdefault(containers[ci].symbol, []).append(("c", ci))
+            stack.append(ci)
+            ci += 1
+
+    def survives(self, a: DocumentAnalysis, edited: int) -> bool:
+        """Whether this table (of the version before `a`) holds for `a`, whose unit `edited`
+        is the only one that changed."""
+        old, new = self.a, a
+        if len(old.units) != len(new.units) or len(old.containers) != len(new.containers):
+            return False
+        before = _relative_symbols(old.units[edited].result)
+        after = _relative_symbols(new.units[edited].result)
+        return [n.name for n in before[0]] == [n.name for n in after[0]] \
+            and before[1] == after[1]
+
+    def parent(self, sid: SymbolId) -> SymbolId | None:
+        if sid[0] == "c":
+            p = self.container_parent[sid[1]]
+            return ("c", p) if p >= 0 else None
+        _, ui, ni = sid
+        owner = _relative_symbols(self.a.units[ui].result)[1][ni]
+        if owner >= 0:
+            return ("u", ui, owner)
+        p = self.unit_parent[ui]
+        return ("c", p) if p >= 0 else None
+
+    def start(self, sid: SymbolId) -> int:
+        if sid[0] == "c":
+            return self.a.containers[sid[1]].start
+        unit = self.a.units[sid[1]]
+        return unit.base + _relative_symbols(unit.result)[0][sid[2]].start
+
+    def selection(self, sid: SymbolId) -> tuple[int, int]:
+        if sid[0] == "c":
+            c = self.a.containers[sid[1]]
+            return c.symbol_span
+        unit = self.a.units[sid[1]]
+        s, e = _relative_symbols(unit.result)[0][sid[2]].selection
+        return s + unit.base, e + unit.base
+
+    def name(self, sid: SymbolId) -> str:
+        if sid[0] == "c":
+            return self.a.containers[sid[1]].symbol
+        return _relative_symbols(self.a.units[sid[1]].result)[0][sid[2]].name
+
+    def child(self, table: SymbolId | None, name: str, chunk: tuple[int, int]) -> SymbolId | None:
+        """The symbol `name` defined directly in `table` (None: the chunk's top level)."""
+        for sid in self.by_name.get(name, ()):
+            if self.parent(sid) == table and chunk[0] <= self.start(sid) <= chunk[1]:
+                return sid
+        return None
+
+
+def symbol_table(a: DocumentAnalysis) -> SymbolTable:
+    """The document's symbol table, built once per version, or taken over from the version
+    before when the edit between them left every symbol name in place (an edit inside a
+    function body: the table holds indices, not offsets)."""
+    table = a.memo.get("symtab")
+    if table is None:
+        carried = a.memo.pop(("carried", "symtab"), None)
+        if carried is not None and carried[0].survives(a, carried[1]):
+            table = copy.copy(carried[0])
+            table.a = a
+        else:
+            table = SymbolTable(a)
+        a.memo["symtab"] = table
+    return table
+
+
+def _container_symbol_at(a: DocumentAnalysis, offset: int) -> SymbolId | None:
     """The container (`gpu.module @kernels`) whose symbol name is at `offset`."""
-    for node in _walk_symbols(document_symbols(a)):
-        if node.table and node.selection[0] <= offset <= node.selection[1] \
-                and node.name.startswith("@"):
-            return node
+    for i, c in enumerate(a.containers):
+        if c.symbol_span and c.symbol_span[0] <= offset <= c.symbol_span[1]:
+            return ("c", i)
     return None
 
 
-def _walk_symbols(nodes: list[SymbolNode]):
-    stack = list(reversed(nodes))
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
-
-
-def resolve_symbol(a: DocumentAnalysis, path: tuple[str, ...], offset: int) -> SymbolNode | None:
+def resolve_symbol(a: DocumentAnalysis, path: tuple[str, ...], offset: int) -> SymbolId | None:
     """The op `@a::@b` names when written at `offset`: `@a` is looked up in the symbol
     tables around the offset, innermost first (MLIR's `lookupNearestSymbolFrom`, then
     outward), and each further name inside the symbol found before it."""
-    roots = document_symbols(a)
-    chunk = next(((s, e) for s, e in a.chunks if s <= offset <= e), None)
-    tables: list[list[SymbolNode]] = [
-        [n for n in roots if chunk is None or chunk[0] <= n.start <= chunk[1]]]
-    level = tables[0]
-    while True:
-        holder = next((n for n in level if n.start <= offset <= n.end), None)
-        if holder is None:
-            break
-        if holder.table:
-            tables.append(holder.children)
-        level = holder.children
-    for table in reversed(tables):
-        node = _lookup(table, path[0])
-        if node is None:
+    table = symbol_table(a)
+    chunk = next(((s, e) for s, e in a.chunks if s <= offset <= e), (0, len(a.text)))
+    around: list[SymbolId | None] = [
+        ("c", i) for i, c in enumerate(a.containers) if c.lbrace < offset < c.rbrace]
+    around.reverse()  # innermost first: containers nest in text order
+    around.append(None)
+    for scope in around:
+        found = table.child(scope, path[0], chunk)
+        if found is None:
             continue
         for name in path[1:]:
-            node = _lookup(node.children, name)
-            if node is None:
+            found = table.child(found, name, chunk)
+            if found is None:
                 return None
-        return node
+        return found
     return None
 
 
-def _lookup(nodes: list[SymbolNode], name: str) -> SymbolNode | None:
-    return next((n for n in nodes if n.name == name), None)
-
-
-def _symbol_references(a: DocumentAnalysis, target: SymbolNode,
+def _symbol_references(a: DocumentAnalysis, target: SymbolId,
                        include_declaration: bool) -> list[Span]:
-    found = [Span(*target.selection)] if include_declaration else []
-    name = target.name
+    table = symbol_table(a)
+    found = [Span(*table.selection(target))] if include_declaration else []
+    name = table.name(target)
     for unit in a.units:
         if name not in unit.result.source:
             continue
@@ -277,7 +377,7 @@ def _symbol_references(a: DocumentAnalysis, target: SymbolNode,
                         continue  # a definition, not a reference
                     at = unit.base + ref.start
                     k = ref.path.index(name)
-                    if resolve_symbol(a, ref.path[:k + 1], at) is target:
+                    if resolve_symbol(a, ref.path[:k + 1], at) == target:
                         offset = at + sum(len(p) + 2 for p in ref.path[:k])
                         found.append(Span(offset, offset + len(name)))
     found.sort(key=lambda s: s.start)

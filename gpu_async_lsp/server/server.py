@@ -34,7 +34,7 @@ log = logging.getLogger("gpu_async_lsp.server")
 
 FIX_ALL_KIND = "source.fixAll.gpuAsync"
 # Commands of the code lenses (workspace/executeCommand); arguments: uri, `@f`, which of the
-# functions named `@f` (split files repeat names), the document version the lens was made for.
+# functions named `@f` (split files repeat names). The command acts on the current version.
 MAKE_ASYNC_COMMAND = "gpu-async.makeAsynchronous"
 SHOW_BLOCKER_COMMAND = "gpu-async.showBlocker"
 CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite, FIX_ALL_KIND]
@@ -396,6 +396,7 @@ class GpuAsyncServer(LanguageServer):
             index = state.line_index()
             lenses = []
             seen: dict[str, int] = {}  # split files repeat names: lenses say which one
+            uri = json.dumps(state.uri)
             for unit in a.units:
                 functions = unit.result.functions
                 if not functions:
@@ -407,24 +408,35 @@ class GpuAsyncServer(LanguageServer):
                     seen[fn.name] = nths[-1] + 1
                 if not placed:
                     continue
+                # One JSON fragment per unit, kept while its place and names do not change
+                # (an edit re-renders the lenses of the units it moved, as for diagnostics).
                 base = index.position(unit.base, encoding)
-                for i, start, end, title, blocker in placed:
-                    fn = functions[i]
-                    if blocker is not None:
-                        title += f" (line {base.line + blocker + 1})"
-                    lenses.append({
-                        "range": convert.placed_range(start, end, base.line, base.character),
-                        "command": {"title": title,
-                                    "command": MAKE_ASYNC_COMMAND if blocker is None
-                                    else SHOW_BLOCKER_COMMAND,
-                                    "arguments": [state.uri, fn.name, nths[i], a.version]}})
-            cached = a.memo[key] = RawResult(json.dumps(lenses, ensure_ascii=False))
+                fragment_key = (uri, encoding, base.line, base.character, tuple(nths))
+                fragment = unit.result.memo.get("lens-json")
+                if fragment is None or fragment[0] != fragment_key:
+                    items = []
+                    for i, start, end, title, blocker in placed:
+                        fn = functions[i]
+                        if blocker is not None:
+                            title += f" (line {base.line + blocker + 1})"
+                        items.append(json.dumps({
+                            "range": convert.placed_range(start, end, base.line,
+                                                          base.character),
+                            "command": {"title": title,
+                                        "command": MAKE_ASYNC_COMMAND if blocker is None
+                                        else SHOW_BLOCKER_COMMAND,
+                                        "arguments": [state.uri, fn.name, nths[i]]}},
+                            ensure_ascii=False))
+                    fragment = unit.result.memo["lens-json"] = (fragment_key, ",".join(items))
+                lenses.append(fragment[1])
+            cached = a.memo[key] = RawResult("[" + ",".join(lenses) + "]")
         return cached
 
     def lens_function(self, state: DocState, args) -> FunctionInfo:
-        """The function a lens command names (uri, `@f`, n-th of that name[, version])."""
-        if len(args) < 3 or not isinstance(args[1], str) or not isinstance(args[2], int):
-            raise JsonRpcInvalidParams("expected [uri, function name, index, version]")
+        """The function a lens command names (uri, `@f`, n-th of that name)."""
+        if len(args) < 3 or not isinstance(args[1], str) or not isinstance(args[2], int) \
+                or isinstance(args[2], bool):
+            raise JsonRpcInvalidParams("expected [uri, function name, index]")
         matches = state.analysis.functions_named(args[1])
         if args[2] < 0 or args[2] >= len(matches):
             raise JsonRpcInvalidParams(f"no function {args[1]} in {state.uri}")
@@ -433,7 +445,7 @@ class GpuAsyncServer(LanguageServer):
 
 def _uri_argument(args) -> str:
     if not args or not isinstance(args[0], str):
-        raise JsonRpcInvalidParams("expected [uri, function name, index, version]")
+        raise JsonRpcInvalidParams("expected [uri, function name, index]")
     return args[0]
 
 

@@ -19,10 +19,13 @@ def _snapshot(a):
                 for n in nodes]
 
     hints = [(u.base + h.offset, h.label) for u, h in features.inlay_hints(a, 0, len(a.text))]
+    # Symbol resolution (its table is carried from version to version when it can be).
+    definitions = [(i, features.definition(a, i + 1)) for i in range(len(a.text))
+                   if a.text[i] == "@"]
     return ([(f.code, f.start, f.end, f.message, f.related) for f in a.findings],
             [(fn.name, fn.start, fn.end, fn.anchor, fn.rewritable, fn.edits) for fn in a.functions],
             a.has_syntax_errors, a.containers, a.chunks, symbols(features.document_symbols(a)),
-            features.folding_ranges(a, LineIndex(a.text)), hints)
+            features.folding_ranges(a, LineIndex(a.text)), hints, definitions)
 
 
 def test_server_analysis_changed_span_finds_the_differing_region():
