@@ -341,11 +341,16 @@ class Analyzer:
                   for s, e in previous.chunks]
         result = DocumentAnalysis(version, text, placed, headers, errors, self.strict,
                                   containers, chunks)
-        # Results derived from the whole document that one unit's change may leave valid
-        # (server/features.py decides): offered to the new analysis with the unit's index.
+        # Results derived from the whole document that a change of some units may leave valid
+        # (server/features.py decides): offered to the new analysis with the indices of the
+        # units changed since they were made (versions nobody asked about pass them on).
         for key in CARRIED_MEMOS:
             if key in previous.memo:
-                result.memo[("carried", key)] = (previous.memo[key], k)
+                result.memo[("carried", key)] = (previous.memo[key], frozenset({k}))
+            elif ("carried", key) in previous.memo:
+                value, edited = previous.memo[("carried", key)]
+                if len(edited) < MAX_CARRIED_EDITS:
+                    result.memo[("carried", key)] = (value, edited | {k})
         return result
 
     def _unit(self, source: str, dialect: str | None, device: bool) -> UnitResult:
@@ -363,6 +368,7 @@ class Analyzer:
 
 # Per-document results that may survive an edit inside one unit (see features.symbol_table).
 CARRIED_MEMOS = ("symtab",)
+MAX_CARRIED_EDITS = 64
 
 
 # What an edit may not touch for the unit layout to stay: braces, quotes (strings hold braces),

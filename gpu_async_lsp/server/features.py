@@ -265,16 +265,19 @@ class SymbolTable:
             stack.append(ci)
             ci += 1
 
-    def survives(self, a: DocumentAnalysis, edited: int) -> bool:
-        """Whether this table (of the version before `a`) holds for `a`, whose unit `edited`
-        is the only one that changed."""
+    def survives(self, a: DocumentAnalysis, edited) -> bool:
+        """Whether this table (of an earlier version) holds for `a`, in which only the units
+        `edited` (indices) changed since: their symbol names and nesting are the same."""
         old, new = self.a, a
         if len(old.units) != len(new.units) or len(old.containers) != len(new.containers):
             return False
-        before = _relative_symbols(old.units[edited].result)
-        after = _relative_symbols(new.units[edited].result)
-        return [n.name for n in before[0]] == [n.name for n in after[0]] \
-            and before[1] == after[1]
+        for i in edited:
+            before = _relative_symbols(old.units[i].result)
+            after = _relative_symbols(new.units[i].result)
+            if [n.name for n in before[0]] != [n.name for n in after[0]] \
+                    or before[1] != after[1]:
+                return False
+        return True
 
     def parent(self, sid: SymbolId) -> SymbolId | None:
         if sid[0] == "c":

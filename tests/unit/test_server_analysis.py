@@ -53,3 +53,25 @@ def test_server_analysis_incremental_equals_fresh_after_random_edits(seed):
         previous = incremental.analyze(text, version, previous)
         fresh = Analyzer().analyze(text, version)
         assert _snapshot(previous) == _snapshot(fresh), (seed, version)
+
+
+def test_server_analysis_symbol_table_carried_over_unasked_versions_stays_right():
+    """Versions whose symbols nobody asked for pass the table on (edits in two different
+    function bodies), and it still resolves as a fresh analysis does."""
+    from gpu_async_lsp.server import features
+
+    text = ("module {\n  func.func @a() {\n    return\n  }\n"
+            "  func.func @b() {\n    \"test.op\"() : () -> ()\n    return\n  }\n"
+            "  func.func @c() {\n    func.call @a() : () -> ()\n    return\n  }\n}\n")
+    analyzer = Analyzer()
+    a = analyzer.analyze(text, 0)
+    use = text.index("@a()", text.index("func.call"))
+    assert features.definition(a, use + 1)[0].start == text.index("@a")
+    for version, (old, new) in enumerate([("return\n  }\n  func.func @b", "return \n  }\n  func.func @b"),
+                                          ("\"test.op\"() :", "\"test.op\"()  :")], 1):
+        text = text.replace(old, new, 1)
+        a = analyzer.analyze(text, version, a)  # nobody asks about these versions
+    use = text.index("@a()", text.index("func.call"))
+    fresh = Analyzer().analyze(text, 9)
+    assert features.definition(a, use + 1) == features.definition(fresh, use + 1)
+    assert features.definition(a, use + 1)[0].start == text.index("@a")
