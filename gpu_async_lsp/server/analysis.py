@@ -107,8 +107,8 @@ class UnitResult:
 
 @dataclass(frozen=True)
 class Container:
-    """A container op (`module`, `gpu.module`) whose children are units, at absolute offsets.
-    `op` is its parsed header (None when the header has a syntax error)."""
+    """A container op (`module`, `gpu.module`) whose children are units, at absolute offsets;
+    `symbol` is None for an unnamed module or a header with a syntax error."""
 
     name: str
     symbol: str | None  # `@kernels`

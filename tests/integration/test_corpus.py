@@ -20,7 +20,7 @@ from gpu_async_lsp.op_tables import TERMINATOR_OPS
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.ir import Op
 from gpu_async_lsp.syntax.lexer import split_chunks
-from tests.mlir_tools import PASS_PIPELINE, mlir_opt, require_mlir_opt
+from tests.mlir_tools import mlir_opt, require_mlir_opt
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 MANIFEST = CORPUS / "manifest.json"
