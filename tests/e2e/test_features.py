@@ -333,3 +333,24 @@ async def test_inlay_hints_and_definition_in_utf32_for_eglot(shared_servers, uri
         (position(DOC, DOC.index("%buf = gpu.alloc"), "utf-32"), "%t0 = gpu.wait async"),
         (position(DOC, alloc_end, "utf-32"), "async [%t0] → %t1")]
     assert await definition(server, uri, "%buf[%c1]") == (9, "%buf")
+
+
+async def test_features_positions_past_the_end_are_clamped_not_errors(server, uri):
+    await opened(server, uri)
+    far = types.Position(10_000, 10_000)
+    past_line = types.Position(3, 10_000)
+    for p in (far, past_line):
+        assert await asyncio.wait_for(server.client.text_document_hover_async(
+            types.HoverParams(doc_id(uri), p)), TIMEOUT) is None
+        assert not await asyncio.wait_for(server.client.text_document_definition_async(
+            types.DefinitionParams(doc_id(uri), p)), TIMEOUT)
+        assert not await asyncio.wait_for(server.client.text_document_references_async(
+            types.ReferenceParams(types.ReferenceContext(True), doc_id(uri), p)), TIMEOUT)
+    # A range given end first, and one past the end, still gets the hints inside it.
+    backwards = types.Range(types.Position(10, 0), types.Position(8, 0))
+    found = await asyncio.wait_for(server.client.text_document_inlay_hint_async(
+        types.InlayHintParams(doc_id(uri), backwards)), TIMEOUT)
+    assert [h.label for h in found] == ["%t0 = gpu.wait async", "async [%t0] → %t1",
+                                        "async [%t1] → %t2"]
+    assert len(await hints(server, uri, 0, 100_000)) == 4
+    assert server.alive
