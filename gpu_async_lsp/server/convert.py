@@ -44,6 +44,11 @@ def json_range(index: LineIndex, start: int, end: int, encoding: str) -> dict:
     return _json_range(s.line, s.character, e.line, e.character)
 
 
+def json_range_of(start: tuple[int, int], end: tuple[int, int]) -> dict:
+    """A Range as JSON values from (line, column) pairs."""
+    return _json_range(start[0], start[1], end[0], end[1])
+
+
 def offset_of(index: LineIndex, position: lsp.Position, encoding: str) -> int:
     return index.offset(Position(position.line, position.character), encoding)
 

@@ -58,6 +58,7 @@ class SymbolNode:
     selection: tuple[int, int]
     children: list[SymbolNode] = field(default_factory=list)
     table: bool = False  # a symbol table (module): names inside it are looked up in it
+    origin: tuple | None = None  # (PlacedUnit, index among its symbols) for a unit's symbol
 
 
 # The first op of a unit that did not parse: enough to keep it in the outline.
@@ -121,12 +122,45 @@ def _relative_symbols(result) -> tuple[list[SymbolNode], list[int]]:
 
 def _unit_symbols(unit: PlacedUnit) -> list[SymbolNode]:
     base = unit.base
-    return [_moved(n, base) for n in _relative_symbols(unit.result)[0]]
+    return [SymbolNode(n.name, n.detail, n.kind, n.start + base, n.end + base,
+                       (n.selection[0] + base, n.selection[1] + base), [], n.table, (unit, i))
+            for i, n in enumerate(_relative_symbols(unit.result)[0])]
 
 
-def _moved(node: SymbolNode, delta: int) -> SymbolNode:
-    return SymbolNode(node.name, node.detail, node.kind, node.start + delta, node.end + delta,
-                      (node.selection[0] + delta, node.selection[1] + delta), [], node.table)
+Place = tuple[int, int]  # (line, column)
+
+
+def symbol_places(node: SymbolNode, index: LineIndex, encoding: str,
+                  bases: dict) -> tuple[Place, Place, Place, Place]:
+    """Start, end, selection start and end of a symbol as (line, column). A unit's symbols
+    keep theirs relative to the unit (per encoding) and are placed at its position (found
+    once per unit through `bases`): an edit re-reads only what it moved."""
+    if node.origin is None:
+        def place(offset: int) -> Place:
+            p = index.position(offset, encoding)
+            return p.line, p.character
+        return (place(node.start), place(node.end), place(node.selection[0]),
+                place(node.selection[1]))
+    unit, i = node.origin
+    result = unit.result
+    key = ("symbol-places", encoding)
+    relative = result.memo.get(key)
+    if relative is None:
+        unit_index = LineIndex(result.source)
+
+        def rel(offset: int) -> Place:
+            p = unit_index.position(offset, encoding)
+            return p.line, p.character
+        relative = result.memo[key] = [
+            (rel(n.start), rel(n.end), rel(n.selection[0]), rel(n.selection[1]))
+            for n in _relative_symbols(result)[0]]
+    base = bases.get(unit.base)
+    if base is None:
+        p = index.position(unit.base, encoding)
+        base = bases[unit.base] = (p.line, p.character)
+    line, column = base
+    return tuple((l + line, c + column) if l == 0 else (l + line, c)  # type: ignore[return-value]
+                 for l, c in relative[i])
 
 
 # -- folding ------------------------------------------------------------------------------------
@@ -137,32 +171,40 @@ CHUNK = "chunk"
 
 def folding_ranges(a: DocumentAnalysis, index: LineIndex) -> list[tuple[int, int, str]]:
     """(first line, last line, kind) for each region that spans lines (its `}` line stays
-    visible) and each `// -----` chunk of a split file."""
+    visible) and each `// -----` chunk of a split file. A unit keeps its folds as lines
+    relative to its first: placing them is an addition."""
     cached = a.memo.get("folds")
     if cached is not None:
         return cached
-    spans = [(c.lbrace, c.rbrace, REGION) for c in a.containers]
+    out = []
+
+    def add(first: int, last: int, kind: str) -> None:
+        if last > first:
+            out.append((first, last, kind))
+
+    for c in a.containers:
+        add(index.line_of(c.lbrace), index.line_of(c.rbrace) - 1, REGION)
     for unit in a.units:
         result = unit.result
         rel = result.memo.get("folds")
         if rel is None:
             rel = []
+            unit_index = None
             for top in result.ops:
                 for op in top.walk():
-                    rel.extend((r.lbrace, r.rbrace) for r in op.regions)
+                    for r in op.regions:
+                        unit_index = unit_index or LineIndex(result.source)
+                        first = unit_index.line_of(r.lbrace)
+                        last = unit_index.line_of(r.rbrace) - 1
+                        if last > first:
+                            rel.append((first, last))
             result.memo["folds"] = rel
-        spans.extend((s + unit.base, e + unit.base, REGION) for s, e in rel)
+        if rel:
+            base = index.line_of(unit.base)
+            out.extend((first + base, last + base, REGION) for first, last in rel)
     if len(a.chunks) > 1:
         for s, e in a.chunks:
-            spans.append((s, max(s, e - 1), CHUNK))
-    out = []
-    for s, e, kind in spans:
-        first = index.line_of(s)
-        last = index.line_of(e)
-        if kind == REGION:
-            last -= 1
-        if last > first:
-            out.append((first, last, kind))
+            add(index.line_of(s), index.line_of(max(s, e - 1)), CHUNK)
     out.sort()
     a.memo["folds"] = out
     return out

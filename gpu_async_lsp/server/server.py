@@ -607,9 +607,11 @@ def build_server() -> GpuAsyncServer:
             return cached
         index = state.line_index()
         nodes = features.document_symbols(a)
+        bases: dict = {}
 
-        def rng(start: int, end: int) -> dict:
-            return convert.json_range(index, start, end, encoding)
+        def ranges(node: features.SymbolNode) -> tuple[dict, dict]:
+            start, end, sel_start, sel_end = features.symbol_places(node, index, encoding, bases)
+            return (convert.json_range_of(start, end), convert.json_range_of(sel_start, sel_end))
 
         out = []
         if tree:
@@ -618,10 +620,11 @@ def build_server() -> GpuAsyncServer:
             while stack:
                 node, siblings = stack.pop()
                 children: list = []
+                whole, selection = ranges(node)
                 siblings.append({"name": node.name, "detail": node.detail,
                                  "kind": int(convert.SYMBOL_KINDS[node.kind]),
-                                 "range": rng(node.start, node.end),
-                                 "selectionRange": rng(*node.selection), "children": children})
+                                 "range": whole, "selectionRange": selection,
+                                 "children": children})
                 stack.extend((c, children) for c in reversed(node.children))
         else:
             # A client without hierarchy support gets the flat list, each with its container.
@@ -629,7 +632,7 @@ def build_server() -> GpuAsyncServer:
             while stack:
                 node, parent = stack.pop()
                 item = {"name": node.name, "kind": int(convert.SYMBOL_KINDS[node.kind]),
-                        "location": {"uri": state.uri, "range": rng(node.start, node.end)}}
+                        "location": {"uri": state.uri, "range": ranges(node)[0]}}
                 if parent is not None:
                     item["containerName"] = parent
                 out.append(item)

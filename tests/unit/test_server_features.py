@@ -264,3 +264,25 @@ def test_features_code_lens_on_threaded_code_only_in_strict_mode():
     assert lenses(THREADED) == []
     assert lenses(THREADED, strict=True) == [
         ("async rewrite blocked: unexpected pre-existing gpu.wait (line 2)", 1, 0)]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_features_symbol_places_equal_positions_read_from_the_document(encoding):
+    """Symbols keep their places relative to their unit; placed, they must be where the
+    document's own line index puts them (non-ASCII before them on their line, CRLF)."""
+    text = ("// é𝄞\r\nmodule {\r\n  /*x*/ func.func @é() {\r\n    return\r\n  }\r\n"
+            "  \"t.o\"() : () -> () func.func @𝄞g() {\r\n    return\r\n  }\r\n}\r\n")
+    text = text.replace("/*x*/ ", "")
+    a = analysis(DOC + "// -----\n" + text)
+    index = LineIndex(a.text)
+    bases: dict = {}
+    stack = list(features.document_symbols(a))
+    seen = 0
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        expected = tuple((p.line, p.character) for p in (
+            index.position(o, encoding) for o in (node.start, node.end, *node.selection)))
+        assert features.symbol_places(node, index, encoding, bases) == expected, node.name
+        seen += 1
+    assert seen >= 9
