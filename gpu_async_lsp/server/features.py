@@ -57,14 +57,15 @@ class SymbolNode:
     end: int
     selection: tuple[int, int]
     children: list[SymbolNode] = field(default_factory=list)
-    table: bool = False  # a symbol table (module): names inside it are looked up in it
     origin: tuple | None = None  # (PlacedUnit, index among its symbols) for a unit's symbol
 
 
 # The first op of a unit that did not parse: enough to keep it in the outline.
+# Keywords and strings may come before the name (`func.func private @f`, `memref.global
+# "private" constant @g`), as syntax/parser.py reads them.
 _BROKEN_HEAD = re.compile(
     r'\s*(?:%[^=\n]*=\s*)?"?([A-Za-z_][\w$]*\.[\w$.]+)"?\s+'
-    r'(?:(?:public|private|nested)\s+)?(@(?:[\w$.\-]+|"[^"\n]*"))')
+    r'(?:(?!attributes\b)(?:[A-Za-z_][\w$.\-]*|"[^"\n]*")\s+)*(@(?:[\w$.\-]+|"[^"\n]*"))')
 
 
 def document_symbols(a: DocumentAnalysis) -> list[SymbolNode]:
@@ -79,7 +80,7 @@ def document_symbols(a: DocumentAnalysis) -> list[SymbolNode]:
         name = c.symbol or ("module" if c.name == "builtin.module" else c.name)
         selection = c.symbol_span or (c.start, c.start + len(c.name.split(".")[-1]))
         flat.append(SymbolNode(name, c.name, symbol_kind(c.name), c.start, c.rbrace + 1,
-                               selection, table=True))
+                               selection))
     for unit in a.units:
         flat.extend(_unit_symbols(unit))
     flat.sort(key=lambda n: (n.start, -n.end))
@@ -107,8 +108,7 @@ def _relative_symbols(result) -> tuple[list[SymbolNode], list[int]]:
             index_of[id(op)] = len(nodes)
             owners.append(index_of[id(owner)] if owner is not None else -1)
             nodes.append(SymbolNode(sym.path[0], op.name, symbol_kind(op.name), op.start,
-                                    op.end, (sym.start, sym.end),
-                                    table=symbol_kind(op.name) == MODULE))
+                                    op.end, (sym.start, sym.end)))
         if not result.ops and result.syntax_error:
             m = _BROKEN_HEAD.match(result.source)
             if m:
@@ -123,7 +123,7 @@ def _relative_symbols(result) -> tuple[list[SymbolNode], list[int]]:
 def _unit_symbols(unit: PlacedUnit) -> list[SymbolNode]:
     base = unit.base
     return [SymbolNode(n.name, n.detail, n.kind, n.start + base, n.end + base,
-                       (n.selection[0] + base, n.selection[1] + base), [], n.table, (unit, i))
+                       (n.selection[0] + base, n.selection[1] + base), [], (unit, i))
             for i, n in enumerate(_relative_symbols(unit.result)[0])]
 
 

@@ -286,3 +286,13 @@ def test_features_symbol_places_equal_positions_read_from_the_document(encoding)
         assert features.symbol_places(node, index, encoding, bases) == expected, node.name
         seen += 1
     assert seen >= 9
+
+
+def test_features_broken_function_after_keywords_keeps_its_outline_entry():
+    text = ("func.func private @decl()\n"
+            "func.func nested @broken(%n: index) {\n  %a = gpu.alloc (%n : memref<\n  return\n}\n"
+            "memref.global \"private\" constant @g : memref<2xf32> = dense<0.0>\n")
+    a = analysis(text)
+    assert a.has_syntax_errors
+    assert outline(features.document_symbols(a)) == [
+        "func.func @decl", "func.func @broken", "memref.global @g"]
