@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import gc
 import re
 import threading
 from dataclasses import dataclass
@@ -248,13 +249,17 @@ class Analyzer:
         self.strict = strict
         self._cache: dict[tuple, UnitResult] = {}
         self._lock = threading.Lock()
+        self.last_allocations = 0
 
     def analyze(self, text: str, version: int | None = None,
                 previous: DocumentAnalysis | None = None) -> DocumentAnalysis:
         """The analysis of `text`. Given the analysis of an earlier text of the same document,
         an edit inside one function's body re-analyses that unit only (no re-split)."""
         with gc_paused():
-            return self._analyze(text, version, previous)
+            result = self._analyze(text, version, previous)
+            # Objects the cycle collector tracks that this analysis added (it did not run).
+            self.last_allocations = gc.get_count()[0]
+        return result
 
     def _analyze(self, text: str, version: int | None,
                  previous: DocumentAnalysis | None) -> DocumentAnalysis:

@@ -276,8 +276,10 @@ class SymbolTable:
     order; per unit only its first symbol ops are looked at (kept with the unit)."""
 
     def __init__(self, a: DocumentAnalysis):
-        self.a = a
-        containers = a.containers
+        # The analysis's lists, not the analysis: it keeps this table in its memo, and a
+        # cycle would outlive it until a garbage collection (see server.py, gc.freeze).
+        self.units = a.units
+        self.containers = containers = a.containers
         self.container_parent: list[int] = []
         self.unit_parent: list[int] = []
         self.by_name: dict[str, list[SymbolId]] = {}
@@ -310,12 +312,11 @@ class SymbolTable:
     def survives(self, a: DocumentAnalysis, edited) -> bool:
         """Whether this table (of an earlier version) holds for `a`, in which only the units
         `edited` (indices) changed since: their symbol names and nesting are the same."""
-        old, new = self.a, a
-        if len(old.units) != len(new.units) or len(old.containers) != len(new.containers):
+        if len(self.units) != len(a.units) or len(self.containers) != len(a.containers):
             return False
         for i in edited:
-            before = _relative_symbols(old.units[i].result)
-            after = _relative_symbols(new.units[i].result)
+            before = _relative_symbols(self.units[i].result)
+            after = _relative_symbols(a.units[i].result)
             if [n.name for n in before[0]] != [n.name for n in after[0]] \
                     or before[1] != after[1]:
                 return False
@@ -326,7 +327,7 @@ class SymbolTable:
             p = self.container_parent[sid[1]]
             return ("c", p) if p >= 0 else None
         _, ui, ni = sid
-        owner = _relative_symbols(self.a.units[ui].result)[1][ni]
+        owner = _relative_symbols(self.units[ui].result)[1][ni]
         if owner >= 0:
             return ("u", ui, owner)
         p = self.unit_parent[ui]
@@ -334,22 +335,21 @@ class SymbolTable:
 
     def start(self, sid: SymbolId) -> int:
         if sid[0] == "c":
-            return self.a.containers[sid[1]].start
-        unit = self.a.units[sid[1]]
+            return self.containers[sid[1]].start
+        unit = self.units[sid[1]]
         return unit.base + _relative_symbols(unit.result)[0][sid[2]].start
 
     def selection(self, sid: SymbolId) -> tuple[int, int]:
         if sid[0] == "c":
-            c = self.a.containers[sid[1]]
-            return c.symbol_span
-        unit = self.a.units[sid[1]]
+            return self.containers[sid[1]].symbol_span
+        unit = self.units[sid[1]]
         s, e = _relative_symbols(unit.result)[0][sid[2]].selection
         return s + unit.base, e + unit.base
 
     def name(self, sid: SymbolId) -> str:
         if sid[0] == "c":
-            return self.a.containers[sid[1]].symbol
-        return _relative_symbols(self.a.units[sid[1]].result)[0][sid[2]].name
+            return self.containers[sid[1]].symbol
+        return _relative_symbols(self.units[sid[1]].result)[0][sid[2]].name
 
     def child(self, table: SymbolId | None, name: str, chunk: tuple[int, int]) -> SymbolId | None:
         """The symbol `name` defined directly in `table` (None: the chunk's top level)."""
@@ -368,7 +368,7 @@ def symbol_table(a: DocumentAnalysis) -> SymbolTable:
         carried = a.memo.pop(("carried", "symtab"), None)
         if carried is not None and carried[0].survives(a, carried[1]):
             table = copy.copy(carried[0])
-            table.a = a
+            table.units, table.containers = a.units, a.containers
         else:
             table = SymbolTable(a)
         a.memo["symtab"] = table

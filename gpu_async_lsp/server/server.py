@@ -10,6 +10,7 @@ analysis of the current version (waiting for it if it is being computed).
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import json
 import logging
@@ -39,6 +40,7 @@ MAKE_ASYNC_COMMAND = "gpu-async.makeAsynchronous"
 SHOW_BLOCKER_COMMAND = "gpu-async.showBlocker"
 CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite, FIX_ALL_KIND]
 ANALYSIS_TIMEOUT = 120.0
+FREEZE_AFTER_ALLOCATIONS = 50_000  # tracked objects an analysis added (a ~7k-line file)
 _IGNORED = "$/gpuAsyncLsp/invalidMessage"  # what an unreadable message becomes
 
 
@@ -239,6 +241,7 @@ class GpuAsyncServer(LanguageServer):
                     state.take(result)
                     self.publish(state)
                     state.ready.set()
+                    self.settle_heap()
                 if not state.dirty and (result is None or doc.version == version):
                     return
         finally:
@@ -247,6 +250,16 @@ class GpuAsyncServer(LanguageServer):
                 doc = self.current(state.uri)
                 if doc is not None and doc.version == state.analysis.version:
                     state.ready.set()
+
+    def settle_heap(self) -> None:
+        """After an analysis that made many objects (the first open of a big file), move
+        everything alive out of the cycle collector's sight (gc.freeze). Kept, that IR would
+        be traversed by every collection the server's later allocations trigger: at 50k lines
+        publishing the diagnostics took 260 ms instead of 60. What is kept per document has
+        no reference cycles (tests/unit/test_server_analysis.py), so when dropped it is freed
+        by reference counting, frozen or not."""
+        if self.analyzer.last_allocations >= FREEZE_AFTER_ALLOCATIONS:
+            gc.freeze()
 
     def publish(self, state: DocState) -> None:
         """publishDiagnostics for the state's analysis, as JSON text assembled from one cached

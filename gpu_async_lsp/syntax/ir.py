@@ -64,7 +64,6 @@ class Op:
     regions: list[Region] = field(default_factory=list)
     gpu: GpuSyntax | None = None
     result_types: list[str] | None = None  # generic form: types after `->`, as written
-    parent: Block | None = None
 
     @property
     def num_results(self) -> int:
@@ -112,7 +111,6 @@ class Block:
     ops: list[Op] = field(default_factory=list)
     start: int = 0
     end: int = 0
-    parent: Region | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -120,7 +118,6 @@ class Region:
     lbrace: int  # offset of `{`
     rbrace: int  # offset of `}`
     blocks: list[Block] = field(default_factory=list)
-    parent: Op | None = None
 
 
 @dataclass(slots=True)

@@ -264,7 +264,6 @@ class _Builder(Transformer):
         spans = op.spans
         for t in tails:
             if isinstance(t, Region):
-                t.parent = op
                 op.regions.append(t)
                 op.end = t.rbrace + 1
             else:
@@ -292,17 +291,12 @@ class _Builder(Transformer):
     def region(self, c):
         lbrace, rbrace = c[0], c[-1]
         region = Region(lbrace.start_pos, rbrace.start_pos)
-        for b in c[1:-1]:
-            b.parent = region
-            region.blocks.append(b)
+        region.blocks.extend(c[1:-1])
         return region
 
     def entry_block(self, c):
         c = _expand(c)
-        block = Block(None, [], c, c[0].start, c[-1].end)
-        for op in c:
-            op.parent = block
-        return block
+        return Block(None, [], c, c[0].start, c[-1].end)
 
     def block(self, c):
         label = c[0]
@@ -310,13 +304,10 @@ class _Builder(Transformer):
             args, colon, ops = None, c[1], _expand(c[2:])
         else:
             args, colon, ops = c[1], c[2], _expand(c[3:])
-        block = Block(_value(label),
-                      list(refs.values_in(args.src, args.start_pos, args.end_pos))
-                      if args is not None else [],
-                      ops, label.start_pos, ops[-1].end if ops else colon.end_pos)
-        for op in ops:
-            op.parent = block
-        return block
+        return Block(_value(label),
+                     list(refs.values_in(args.src, args.start_pos, args.end_pos))
+                     if args is not None else [],
+                     ops, label.start_pos, ops[-1].end if ops else colon.end_pos)
 
     def async_deps(self, c):
         g = GpuSyntax()
@@ -495,7 +486,7 @@ class LeafShare:
 
 
 def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk,
-                 out_ops: list[Op], parent: Block | None, share: LeafShare) -> None:
+                 out_ops: list[Op], share: LeafShare) -> None:
     for unit in units:
         if unit.region is None:
             if not share.take():
@@ -504,7 +495,7 @@ def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk
                 text, tokenize_lines(text, unit.start, unit.end, OP_WORDS), dialect, unit.end)
             if issue is not None:
                 chunk.errors.append(issue)
-            _take(items, chunk, out_ops, parent)
+            _take(items, chunk, out_ops)
             continue
         lbrace, rbrace = unit.region
         items, issue = _parse_header(text, unit, dialect)
@@ -512,23 +503,21 @@ def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk
         if issue is not None or container is None or not container.regions:
             if issue is not None:
                 chunk.errors.append(issue)
-            _take(items, chunk, out_ops, parent)
-            _parse_units(text, unit.children, dialect, chunk, out_ops, parent, share)
+            _take(items, chunk, out_ops)
+            _parse_units(text, unit.children, dialect, chunk, out_ops, share)
             continue
-        _take(items, chunk, out_ops, parent)
+        _take(items, chunk, out_ops)
         region = container.regions[-1]
         block = Block(None, [], [], lbrace + 1, rbrace)
-        block.parent = region
         region.blocks = [block]
         container.end = rbrace + 1
         _parse_units(text, unit.children, DEFAULT_DIALECT.get(container.name), chunk,
-                     block.ops, block, share)
+                     block.ops, share)
 
 
-def _take(items, chunk: Chunk, out_ops: list[Op], parent: Block | None) -> None:
+def _take(items, chunk: Chunk, out_ops: list[Op]) -> None:
     for x in items:
         if isinstance(x, Op):
-            x.parent = parent
             out_ops.append(x)
         elif isinstance(x, Alias):
             chunk.aliases.append(x)
@@ -539,7 +528,7 @@ def parse_chunk(text: str, start: int, end: int, share: LeafShare | None = None,
     chunk = Chunk(start, end)
     if units is None:
         units = split_units(text, start, end)
-    _parse_units(text, units, TOP_LEVEL_DIALECT, chunk, chunk.ops, None, share or LeafShare())
+    _parse_units(text, units, TOP_LEVEL_DIALECT, chunk, chunk.ops, share or LeafShare())
     return chunk
 
 

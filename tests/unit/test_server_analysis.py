@@ -75,3 +75,37 @@ def test_server_analysis_symbol_table_carried_over_unasked_versions_stays_right(
     fresh = Analyzer().analyze(text, 9)
     assert features.definition(a, use + 1) == features.definition(fresh, use + 1)
     assert features.definition(a, use + 1)[0].start == text.index("@a")
+
+
+def test_server_analysis_results_need_no_cycle_collector():
+    """What the server keeps per document (IR, plans, findings, the features' memos) has no
+    reference cycles: dropped, it is freed at once, so the server may freeze big analyses
+    out of the collector's sight (gc.freeze) without leaking them."""
+    import gc
+
+    from gpu_async_lsp.server import features
+    from gpu_async_lsp.text import LineIndex
+
+    text = generate(300, seed=3)
+    Analyzer().analyze(text, 0)  # warm: the parser and its caches are built once
+    gc.collect()
+    gc.disable()
+    try:
+        analyzer = Analyzer()
+        a = analyzer.analyze(text, 1)
+        index = LineIndex(text)
+        features.document_symbols(a)
+        features.folding_ranges(a, index)
+        features.inlay_hints(a, 0, len(text))
+        features.code_lenses(a, lambda o: index.line_of(o) + 1)
+        at = text.index("@kernels::")
+        features.definition(a, at + 2)
+        features.references(a, at + 2)
+        features.hover(a, text.index("gpu.memcpy") + 1, lambda o: index.line_of(o) + 1)
+        at = text.index("gpu.alloc", len(text) // 2)
+        b = analyzer.analyze(text[:at] + " " + text[at:], 2, a)  # the incremental path
+        features.definition(b, at + 2)
+        del a, b, analyzer, index
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
