@@ -12,16 +12,27 @@ import subprocess
 
 import pytest
 
-MLIR_OPT = shutil.which("mlir-opt-22")
 PASS_PIPELINE = "--pass-pipeline=builtin.module(func.func(gpu-async-region))"
 
 
+def require(found: bool, what: str, package: str = "mlir-22-tools") -> None:
+    """A skip when `what` is missing on a developer's machine, a failure in CI."""
+    if found:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI: .ci/run must install {package}")
+    pytest.skip(f"{what} not installed (apt-get install {package})")
+
+
+def require_tool(name: str) -> str:
+    """The path of LLVM 22 tool `name` (mlir-opt-22, mlir-lsp-server-22, ...)."""
+    path = shutil.which(name)
+    require(path is not None, name)
+    return path
+
+
 def require_mlir_opt() -> str:
-    if MLIR_OPT is None:
-        if os.environ.get("CI"):
-            pytest.fail("mlir-opt-22 is missing in CI: .ci/run must install mlir-22-tools")
-        pytest.skip("mlir-opt-22 not installed (apt-get install mlir-22-tools)")
-    return MLIR_OPT
+    return require_tool("mlir-opt-22")
 
 
 def mlir_opt(text: str, *flags: str, check: bool = False) -> subprocess.CompletedProcess:

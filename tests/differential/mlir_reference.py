@@ -16,9 +16,9 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from tests.mlir_tools import MLIR_OPT, require_mlir_opt
+from tests.mlir_tools import require_mlir_opt
 
-__all__ = ["MLIR_OPT", "PASS_PIPELINE", "ChunkResult", "reference", "reprint", "require_mlir_opt",
+__all__ = ["PASS_PIPELINE", "ChunkResult", "reference", "reprint", "require_mlir_opt",
            "run_chunks", "untouched_lines_survive"]
 
 # `builtin.module(func.func(gpu-async-region))` only reaches the functions of the top-level

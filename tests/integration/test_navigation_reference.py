@@ -35,14 +35,9 @@ from __future__ import annotations
 
 import bisect
 import collections
-import itertools
 import json
 import os
-import queue
 import re
-import shutil
-import subprocess
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,11 +46,11 @@ import pytest
 from gpu_async_lsp.server import features
 from gpu_async_lsp.server.analysis import Analyzer
 from gpu_async_lsp.syntax.lexer import split_chunks
-from tests.mlir_tools import mlir_opt
+from benchmarks.bench_server import LspClient
+from tests.mlir_tools import mlir_opt, require_tool
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 MANIFEST = CORPUS / "manifest.json"
-MLIR_LSP_SERVER = shutil.which("mlir-lsp-server-22")
 TIMEOUT = 30.0
 
 # Our own scanner, independent of the IR: what is neither a comment nor a string.
@@ -81,81 +76,12 @@ KNOWN_DIFFERENCES: dict[tuple[str, int, str], str] = {
 EXPECTED_FAILURES: dict[tuple[str, int, str], str] = {}
 
 
-# -- a minimal client for mlir-lsp-server --------------------------------------------------------
-
-class _LspClient:
-    """JSON-RPC over a server's stdio (LSP base protocol: `Content-Length` framing). A reader
-    thread files every message; requests wait for their response with a timeout."""
-
-    def __init__(self, argv: list[str]):
-        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL)
-        self._ids = itertools.count(1)
-        self._inbox: queue.Queue = queue.Queue()
-        self.diagnostics: dict[str, list[dict]] = {}
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self._proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    self._inbox.put(None)
-                    return
-                if not line.strip():
-                    break
-                name, _, value = line.decode("ascii").partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value)
-            self._inbox.put(json.loads(out.read(length)))
-
-    def _send(self, message: dict) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
-        self._proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self._proc.stdin.flush()
-
-    def notify(self, method: str, params: dict) -> None:
-        self._send({"method": method, "params": params})
-
-    def request(self, method: str, params: dict | None):
-        request_id = next(self._ids)
-        self._send({"id": request_id, "method": method, "params": params})
-        while True:
-            message = self._inbox.get(timeout=TIMEOUT)
-            if message is None:
-                raise AssertionError(f"mlir-lsp-server-22 exited during {method}")
-            if message.get("method") == "textDocument/publishDiagnostics":
-                params = message["params"]
-                self.diagnostics[params["uri"]] = params["diagnostics"]
-            elif "method" in message and "id" in message:
-                self._send({"id": message["id"], "result": None})
-            elif message.get("id") == request_id:
-                assert "error" not in message, message["error"]
-                return message.get("result")
-
-    def close(self) -> None:
-        try:
-            self.request("shutdown", None)
-            self.notify("exit", {})
-            self._proc.wait(timeout=5)
-        except Exception:
-            self._proc.kill()
-            self._proc.wait()
-
-
-def _require_lsp_server() -> str:
-    if MLIR_LSP_SERVER is None:
-        if os.environ.get("CI"):
-            pytest.fail("mlir-lsp-server-22 is missing in CI: .ci/run must install mlir-22-tools")
-        pytest.skip("mlir-lsp-server-22 not installed (apt-get install mlir-22-tools)")
-    return MLIR_LSP_SERVER
-
-
 @pytest.fixture(scope="module")
-def reference():
-    client = _LspClient([_require_lsp_server()])
+def reference(tmp_path_factory):
+    """One mlir-lsp-server-22 for the module, through the benchmark's client (stdio, JSON-RPC
+    framing, answers to the server's own requests)."""
+    client = LspClient("mlir-lsp-server-22", [require_tool("mlir-lsp-server-22")], TIMEOUT,
+                       str(tmp_path_factory.mktemp("mlir-lsp-server")))
     client.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
     client.notify("initialized", {})
     yield client
@@ -212,7 +138,7 @@ def _symbols_agree(ours, theirs, lines: _Lines) -> bool:
     return _OP_HEAD.fullmatch(between) is not None
 
 
-def compare_definitions(client: _LspClient, name: str, text: str,
+def compare_definitions(client: LspClient, name: str, text: str,
                         spans: list[tuple[int, int]] | None = None) -> Comparison:
     """Ask both servers for the definition of every name in `spans` of `text` (default: all)."""
     uri = "file:///reference/" + name
@@ -223,11 +149,8 @@ def compare_definitions(client: _LspClient, name: str, text: str,
     result = Comparison()
     spans = spans or [(0, len(text))]
     try:
-        # mlir-lsp-server publishes diagnostics while handling didOpen, before it answers this.
-        client.request("textDocument/definition", {
-            "textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
-        assert uri in client.diagnostics, "mlir-lsp-server-22 published no diagnostics"
-        for d in client.diagnostics.pop(uri):
+        published, _ = client.wait_diagnostics(uri, 1, 0.0)
+        for d in published["diagnostics"]:
             offset = lines.starts[d["range"]["start"]["line"]]
             if d.get("severity", 1) == 1 and any(s <= offset < e for s, e in spans):
                 result.errors.append((d["range"]["start"]["line"] + 1, d["message"]))
@@ -235,9 +158,10 @@ def compare_definitions(client: _LspClient, name: str, text: str,
             for kind, offset, written in _occurrences(text, start, end):
                 cursor = offset + 1
                 line, column = lines.position(cursor)
-                answer = client.request("textDocument/definition", {
+                answer, _ = client.request("textDocument/definition", {
                     "textDocument": {"uri": uri},
-                    "position": {"line": line, "character": column}}) or []
+                    "position": {"line": line, "character": column}})
+                answer = answer or []
                 theirs = [(loc["range"]["start"]["line"], loc["range"]["start"]["character"])
                           for loc in answer]
                 ours = [lines.position(span.start) for span in features.definition(analysis,

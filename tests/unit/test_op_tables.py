@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,9 +25,9 @@ from gpu_async_lsp.op_tables import (
     is_async_interface_op,
     is_terminator,
 )
+from tests.mlir_tools import require, require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
-MLIR_OPT = shutil.which("mlir-opt-22")
 
 
 def _load_generator():
@@ -44,17 +42,9 @@ def _load_generator():
 gen = _load_generator()
 
 
-def _require(available: bool, what: str) -> None:
-    if available:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing: CI must install it")
-    pytest.skip(f"{what} is not installed")
-
-
 @pytest.fixture(scope="module")
 def ods_ops():
-    _require(gen.tblgen() is not None, "mlir-tblgen-22 with libmlir-22-dev")
+    require(gen.tblgen() is not None, "mlir-tblgen-22", "libmlir-22-dev")
     return gen.load_ops()
 
 
@@ -224,9 +214,8 @@ def _may_have_effects(name: str, nested: list[str]) -> bool:
 def _waits_before_op(op_text: str) -> bool:
     """Run the pass on the op between two synchronous gpu.memsets; True if it put a
     ``gpu.wait [...]`` before the op (then the second memset needs a new ``gpu.wait async``)."""
-    _require(MLIR_OPT is not None, "mlir-opt-22")
     result = subprocess.run(
-        [MLIR_OPT, "--allow-unregistered-dialect",
+        [require_tool("mlir-opt-22"), "--allow-unregistered-dialect",
          "--pass-pipeline=builtin.module(func.func(gpu-async-region))"],
         input=_FUNC.replace("{op}", op_text),
         capture_output=True,
@@ -283,9 +272,8 @@ BARE_NAME_REJECTED = [
 
 
 def _parse_generic(text: str) -> subprocess.CompletedProcess:
-    _require(MLIR_OPT is not None, "mlir-opt-22")
     return subprocess.run(
-        [MLIR_OPT, "--mlir-print-op-generic"], input=text, capture_output=True, text=True
+        [require_tool("mlir-opt-22"), "--mlir-print-op-generic"], input=text, capture_output=True, text=True
     )
 
 
