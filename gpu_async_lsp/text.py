@@ -62,6 +62,14 @@ class Position:
     character: int
 
 
+def placed(relative: tuple[int, int], base: tuple[int, int]) -> tuple[int, int]:
+    """A (line, column) relative to a piece of text that starts at `base` (line, column) of
+    the document, as a (line, column) of the document: positions on the piece's first line
+    move by the column too, all of them by the line."""
+    line, column = relative
+    return (line + base[0], column + base[1]) if line == 0 else (line + base[0], column)
+
+
 class LineIndex:
     """Line starts of one text, for conversions in any position encoding."""
 

@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 from gpu_async_lsp.async_region.findings import SOURCE, Finding, Severity
 from gpu_async_lsp.server import features
 from gpu_async_lsp.edits import TextEdit
-from gpu_async_lsp.text import UTF8, UTF16, UTF32, LineIndex, Position
+from gpu_async_lsp.text import UTF8, UTF16, UTF32, LineIndex, Position, placed
 
 _ENCODINGS = {lsp.PositionEncodingKind.Utf8: UTF8, lsp.PositionEncodingKind.Utf16: UTF16,
               lsp.PositionEncodingKind.Utf32: UTF32, "utf-8": UTF8, "utf-16": UTF16,
@@ -90,29 +90,18 @@ def diagnostic_json(uri: str, index: LineIndex, f: Finding, encoding: str,
     return d
 
 
-def placed_range(start, end, line: int, column: int) -> dict:
-    """A Range as JSON values from (line, column) pairs relative to a unit that starts at
-    (line, column) of the document (see placed_diagnostic_json)."""
-    s = (start[0] + line, start[1] + column) if start[0] == 0 else (start[0] + line, start[1])
-    e = (end[0] + line, end[1] + column) if end[0] == 0 else (end[0] + line, end[1])
-    return _json_range(s[0], s[1], e[0], e[1])
-
-
 def placed_diagnostic_json(uri: str, f: Finding, line: int, column: int, start, end, related,
                            severity: dict[str, Severity]) -> dict:
     """A Diagnostic as JSON values, from positions relative to a unit that starts at
-    (line, column) of the document: positions on the unit's first line are moved by the
-    column, all of them by the line."""
-    def place(p) -> tuple[int, int]:
-        return (p[0] + line, p[1] + column) if p[0] == 0 else (p[0] + line, p[1])
-
-    s, e = place(start), place(end)
+    (line, column) of the document (text.placed)."""
+    base = (line, column)
+    s, e = placed(start, base), placed(end, base)
     d = {"range": _json_range(s[0], s[1], e[0], e[1]), "message": f.message,
          "severity": int(severity.get(f.code, f.severity)), "code": f.code, "source": SOURCE}
     if related:
         items = []
         for r, (rs, re_) in zip(f.related, related):
-            a, b = place(rs), place(re_)
+            a, b = placed(rs, base), placed(re_, base)
             items.append({"location": {"uri": uri, "range": _json_range(a[0], a[1], b[0], b[1])},
                           "message": r.message})
         d["relatedInformation"] = items

@@ -24,10 +24,10 @@ from gpu_async_lsp.async_region.rewriter import (
 )
 from gpu_async_lsp.edits import TextEdit, apply_edits
 from gpu_async_lsp.op_tables import is_async_interface_op
-from gpu_async_lsp.server.analysis import DocumentAnalysis, FunctionInfo, PlacedUnit
+from gpu_async_lsp.server.analysis import DocumentAnalysis, PlacedUnit
 from gpu_async_lsp.syntax import Op
 from gpu_async_lsp.syntax import navigation as nav
-from gpu_async_lsp.text import LineIndex
+from gpu_async_lsp.text import LineIndex, placed
 
 MODULE = "module"
 FUNCTION = "function"
@@ -158,9 +158,8 @@ def symbol_places(node: SymbolNode, index: LineIndex, encoding: str,
     if base is None:
         p = index.position(unit.base, encoding)
         base = bases[unit.base] = (p.line, p.character)
-    line, column = base
-    return tuple((l + line, c + column) if l == 0 else (l + line, c)  # type: ignore[return-value]
-                 for l, c in relative[i])
+    start, end, sel_start, sel_end = relative[i]
+    return placed(start, base), placed(end, base), placed(sel_start, base), placed(sel_end, base)
 
 
 # -- folding ------------------------------------------------------------------------------------
@@ -634,61 +633,69 @@ def _blocker_text(code: str, op: Op, ops: list[Op]) -> str:
 
 @dataclass(frozen=True)
 class Lens:
-    anchor: tuple[int, int]
+    """A code lens: on the function's name, `title`; it applies the rewrite of `function`
+    (the `nth` function of that name: split files repeat names) or, if `blocker`, reveals
+    the op that blocks it."""
+
+    start: Place
+    end: Place
     title: str
     function: str
-    blocker: tuple[int, int] | None  # None: the lens applies the rewrite
+    nth: int
+    blocker: bool
 
 
-def code_lenses(a: DocumentAnalysis, line_of=None) -> list[tuple[Lens, int]]:
-    """One lens per host function the rewrite can change (`3 GPU ops run synchronously ·
-    Make asynchronous`) or that it would change but cannot (the first blocker, its line), at
-    absolute offsets, with which of the functions of its name it is (split files repeat
-    names). Functions are not moved to absolute offsets: only what a lens shows is."""
+def code_lenses(a: DocumentAnalysis, index: LineIndex, encoding: str) -> list[tuple]:
+    """For each unit with lenses: (the unit, what their places depend on (its position, the
+    `nth` of its functions), its lenses), in text order. One lens per host function the
+    rewrite can change (`3 GPU ops run synchronously · Make asynchronous`) or would change
+    but cannot (the first blocker and its line)."""
     out = []
     seen: dict[str, int] = {}
     for unit in a.units:
-        for fn in unit.result.functions:
-            nth = seen.get(fn.name, 0)
-            seen[fn.name] = nth + 1
-            lens = function_lens(fn, a.strict, line_of, unit.base)
-            if lens is not None:
-                out.append((lens, nth))
+        functions = unit.result.functions
+        if not functions:
+            continue
+        nths = []
+        for fn in functions:
+            nths.append(seen.get(fn.name, 0))
+            seen[fn.name] = nths[-1] + 1
+        relative = _unit_lenses(unit.result, a.strict, encoding)
+        if not relative:
+            continue
+        p = index.position(unit.base, encoding)
+        base = (p.line, p.character)
+        lenses = [Lens(placed(start, base), placed(end, base),
+                       title if blocker is None else f"{title} (line {base[0] + blocker + 1})",
+                       functions[i].name, nths[i], blocker is not None)
+                  for i, start, end, title, blocker in relative]
+        out.append((unit, (base, tuple(nths)), lenses))
     return out
 
 
-def unit_lenses(result, strict: bool, encoding: str) -> list[tuple]:
-    """The lenses of one unit, kept with it: (index of the function in the unit, anchor start
-    and end as (line, column) relative to the unit, title, line of the blocker relative to
-    the unit or None). Placing them costs one position per unit, not one per lens."""
+def _unit_lenses(result, strict: bool, encoding: str) -> list[tuple]:
+    """The lenses of one unit, kept with it: (index of the function in the unit, start and
+    end of its name as (line, column) relative to the unit, title without the blocker's line,
+    line of the blocker relative to the unit or None). Placing them costs one position per
+    unit, not one per lens."""
     key = ("lenses", encoding)
     cached = result.memo.get(key)
     if cached is None:
         cached = []
         index = None
         for i, fn in enumerate(result.functions):
-            lens = function_lens(fn, strict, None)
-            if lens is None:
+            if fn.rewritable:
+                n = fn.sync_ops
+                title = (f"{n} GPU op{'s' if n != 1 else ''} run{'s' if n == 1 else ''} "
+                         "synchronously · Make asynchronous")
+            elif fn.first_blocker and (fn.sync_ops or strict):
+                title = f"async rewrite blocked: {_plain(fn.first_blocker)}"
+            else:
                 continue
             index = index or LineIndex(result.source)
-            s = index.position(lens.anchor[0], encoding)
-            e = index.position(lens.anchor[1], encoding)
-            blocker = index.line_of(lens.blocker[0]) if lens.blocker else None
-            cached.append((i, (s.line, s.character), (e.line, e.character), lens.title,
-                           blocker))
+            s = index.position(fn.anchor[0], encoding)
+            e = index.position(fn.anchor[1], encoding)
+            blocker = None if fn.rewritable else index.line_of(fn.blocker_span[0])
+            cached.append((i, (s.line, s.character), (e.line, e.character), title, blocker))
         result.memo[key] = cached
     return cached
-
-
-def function_lens(fn: FunctionInfo, strict: bool, line_of, base: int = 0) -> Lens | None:
-    anchor = (fn.anchor[0] + base, fn.anchor[1] + base)
-    if fn.rewritable:
-        n = fn.sync_ops
-        return Lens(anchor, f"{n} GPU op{'s' if n != 1 else ''} run"
-                    f"{'s' if n == 1 else ''} synchronously · Make asynchronous", fn.name, None)
-    if fn.first_blocker and (fn.sync_ops or strict):
-        blocker = (fn.blocker_span[0] + base, fn.blocker_span[1] + base)
-        where = f" (line {line_of(blocker[0])})" if line_of else ""
-        return Lens(anchor, f"async rewrite blocked: {_plain(fn.first_blocker)}{where}",
-                    fn.name, blocker)
-    return None

@@ -408,39 +408,21 @@ class GpuAsyncServer(LanguageServer):
         if cached is None:
             index = state.line_index()
             lenses = []
-            seen: dict[str, int] = {}  # split files repeat names: lenses say which one
             uri = json.dumps(state.uri)
-            for unit in a.units:
-                functions = unit.result.functions
-                if not functions:
-                    continue
-                placed = features.unit_lenses(unit.result, a.strict, encoding)
-                nths = []
-                for fn in functions:
-                    nths.append(seen.get(fn.name, 0))
-                    seen[fn.name] = nths[-1] + 1
-                if not placed:
-                    continue
+            for unit, placement, unit_lenses in features.code_lenses(a, index, encoding):
                 # One JSON fragment per unit, kept while its place and names do not change
                 # (an edit re-renders the lenses of the units it moved, as for diagnostics).
-                base = index.position(unit.base, encoding)
-                fragment_key = (uri, encoding, base.line, base.character, tuple(nths))
+                fragment_key = (uri, encoding, placement)
                 fragment = unit.result.memo.get("lens-json")
                 if fragment is None or fragment[0] != fragment_key:
-                    items = []
-                    for i, start, end, title, blocker in placed:
-                        fn = functions[i]
-                        if blocker is not None:
-                            title += f" (line {base.line + blocker + 1})"
-                        items.append(json.dumps({
-                            "range": convert.placed_range(start, end, base.line,
-                                                          base.character),
-                            "command": {"title": title,
-                                        "command": MAKE_ASYNC_COMMAND if blocker is None
-                                        else SHOW_BLOCKER_COMMAND,
-                                        "arguments": [state.uri, fn.name, nths[i]]}},
-                            ensure_ascii=False))
-                    fragment = unit.result.memo["lens-json"] = (fragment_key, ",".join(items))
+                    text = ",".join(json.dumps({
+                        "range": convert.json_range_of(lens.start, lens.end),
+                        "command": {"title": lens.title,
+                                    "command": SHOW_BLOCKER_COMMAND if lens.blocker
+                                    else MAKE_ASYNC_COMMAND,
+                                    "arguments": [state.uri, lens.function, lens.nth]}},
+                        ensure_ascii=False) for lens in unit_lenses)
+                    fragment = unit.result.memo["lens-json"] = (fragment_key, text)
                 lenses.append(fragment[1])
             cached = a.memo[key] = RawResult("[" + ",".join(lenses) + "]")
         return cached

@@ -97,7 +97,7 @@ def test_server_analysis_results_need_no_cycle_collector():
         features.document_symbols(a)
         features.folding_ranges(a, index)
         features.inlay_hints(a, 0, len(text))
-        features.code_lenses(a, lambda o: index.line_of(o) + 1)
+        features.code_lenses(a, index, "utf-16")
         at = text.index("@kernels::")
         features.definition(a, at + 2)
         features.references(a, at + 2)
@@ -105,7 +105,7 @@ def test_server_analysis_results_need_no_cycle_collector():
         at = text.index("gpu.alloc", len(text) // 2)
         b = analyzer.analyze(text[:at] + " " + text[at:], 2, a)  # the incremental path
         features.definition(b, at + 2)
-        del a, b, analyzer, index
+        del a, b, analyzer
         assert gc.collect() == 0
     finally:
         gc.enable()

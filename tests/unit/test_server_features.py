@@ -14,7 +14,7 @@ from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.edits import apply_edits, sort_edits
 from gpu_async_lsp.server import features
 from gpu_async_lsp.server.analysis import Analyzer
-from gpu_async_lsp.text import LineIndex
+from gpu_async_lsp.text import LineIndex, Position
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REWRITTEN = sorted(p for p in FIXTURES.glob("*.mlir")
@@ -240,11 +240,18 @@ def test_features_hover_elsewhere_is_empty():
                                      "gpu.memset")
 
 
-def lenses(text: str, strict: bool = False):
+def lenses(text: str, strict: bool = False, encoding: str = "utf-16"):
     a = analysis(text, strict)
     index = LineIndex(text)
-    return [(lens.title, line(text, lens.anchor[0]), nth)
-            for lens, nth in features.code_lenses(a, lambda o: index.line_of(o) + 1)]
+    found = []
+    for _unit, _placement, unit_lenses in features.code_lenses(a, index, encoding):
+        for lens in unit_lenses:
+            # The lens sits on the function's name.
+            start = index.offset(Position(*lens.start), encoding)
+            end = index.offset(Position(*lens.end), encoding)
+            assert text[start:end] == lens.function, (text[start:end], lens.function)
+            found.append((lens.title, lens.start[0] + 1, lens.nth))
+    return found
 
 
 def test_features_code_lenses_for_rewritable_and_blocked_functions():
@@ -296,3 +303,11 @@ def test_features_broken_function_after_keywords_keeps_its_outline_entry():
     assert a.has_syntax_errors
     assert outline(features.document_symbols(a)) == [
         "func.func @decl", "func.func @broken", "memref.global @g"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_features_code_lens_sits_on_the_name_after_non_ascii_text(encoding):
+    text = ('"t.o"() {s = "é𝄞"} : () -> () func.func @f(%n: index) {\r\n'
+            "  %a = gpu.alloc (%n) : memref<?xf32>\r\n  return\r\n}\r\n")
+    assert lenses(text, encoding=encoding) == [
+        ("1 GPU op runs synchronously · Make asynchronous", 1, 0)]

@@ -29,7 +29,7 @@ def exercise(text: str, offsets) -> None:
 
     features.document_symbols(a)
     features.folding_ranges(a, index)
-    features.code_lenses(a, line_of)
+    features.code_lenses(a, index, "utf-16")
     features.inlay_hints(a, 0, len(text))
     for offset in offsets:
         features.definition(a, offset)
