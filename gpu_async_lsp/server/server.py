@@ -318,6 +318,22 @@ class GpuAsyncServer(LanguageServer):
                 return None
         return state
 
+    # -- requests at a position ------------------------------------------------------------
+
+    async def at_position(self, params) -> tuple[DocState, LineIndex, int] | None:
+        """The analysed document of a request at a position, its line index and the offset
+        (a position past a line's or the text's end is its end)."""
+        state = await self.analysis_of(params.text_document.uri)
+        if state is None:
+            return None
+        index = state.line_index()
+        return state, index, convert.offset_of(index, params.position, self.encoding)
+
+    def locations(self, state: DocState, spans) -> list[lsp.Location]:
+        index = state.line_index()
+        return [lsp.Location(state.uri, convert.lsp_range(index, s.start, s.end, self.encoding))
+                for s in spans]
+
     # -- code actions ------------------------------------------------------------------------
 
     def function_edit(self, state: DocState, functions: list[FunctionInfo]) -> lsp.WorkspaceEdit:
@@ -566,11 +582,10 @@ def build_server() -> GpuAsyncServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     async def hover(ls: GpuAsyncServer, params: lsp.HoverParams):
-        state = await ls.analysis_of(params.text_document.uri)
-        if state is None:
+        at = await ls.at_position(params)
+        if at is None:
             return None
-        index = state.line_index()
-        offset = convert.offset_of(index, params.position, ls.encoding)
+        state, index, offset = at
         found = features.hover(state.analysis, offset, lambda o: index.line_of(o) + 1)
         if found is None:
             return None
@@ -650,24 +665,19 @@ def build_server() -> GpuAsyncServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls: GpuAsyncServer, params: lsp.DefinitionParams):
-        state = await ls.analysis_of(params.text_document.uri)
-        if state is None:
+        at = await ls.at_position(params)
+        if at is None:
             return None
-        index = state.line_index()
-        offset = convert.offset_of(index, params.position, ls.encoding)
-        return [lsp.Location(state.uri, convert.lsp_range(index, s.start, s.end, ls.encoding))
-                for s in features.definition(state.analysis, offset)] or None
+        state, _, offset = at
+        return ls.locations(state, features.definition(state.analysis, offset)) or None
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     async def references(ls: GpuAsyncServer, params: lsp.ReferenceParams):
-        state = await ls.analysis_of(params.text_document.uri)
-        if state is None:
+        at = await ls.at_position(params)
+        if at is None:
             return None
-        index = state.line_index()
-        offset = convert.offset_of(index, params.position, ls.encoding)
-        found = features.references(state.analysis, offset,
-                                    params.context.include_declaration)
-        return [lsp.Location(state.uri, convert.lsp_range(index, s.start, s.end, ls.encoding))
-                for s in found]
+        state, _, offset = at
+        return ls.locations(state, features.references(state.analysis, offset,
+                                                       params.context.include_declaration))
 
     return server
