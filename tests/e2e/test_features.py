@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from lsprotocol import types
 
-from tests.e2e.lsp_session import TIMEOUT, apply_text_edits, fix_function, position
+from tests.e2e.lsp_session import TIMEOUT, apply_text_edits, fix_function, offset, position
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -54,12 +54,8 @@ def pos(server, uri: str, needle: str, occurrence: int = 0, delta: int = 1) -> t
 def located(server, uri: str, rng: types.Range) -> tuple[int, str]:
     """(1-based line, text) of a range of the client's copy."""
     text = server.texts[uri]
-    lines = text.splitlines(keepends=True)
-    start = apply_text_edits(text, [types.TextEdit(types.Range(rng.start, rng.end), "\0")],
-                             server.encoding).index("\0")
-    end = start + len(text) - len(apply_text_edits(
-        text, [types.TextEdit(rng, "")], server.encoding))
-    assert lines
+    start = offset(text, rng.start, server.encoding)
+    end = offset(text, rng.end, server.encoding)
     return text.count("\n", 0, start) + 1, text[start:end]
 
 
@@ -73,6 +69,12 @@ async def lenses(server, uri: str) -> list[types.CodeLens]:
     return list(await asyncio.wait_for(
         server.client.text_document_code_lens_async(types.CodeLensParams(doc_id(uri))),
         TIMEOUT) or [])
+
+
+async def run_lens(server, lens: types.CodeLens):
+    """workspace/executeCommand of the lens's command, as the editor runs it."""
+    return await asyncio.wait_for(server.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(lens.command.command, lens.command.arguments)), TIMEOUT)
 
 
 async def test_code_lens_titles_for_rewritable_and_blocked_functions(server, uri):
@@ -89,8 +91,7 @@ async def test_code_lens_command_applies_the_functions_rewrite_through_apply_edi
     await opened(server, uri)
     [lens, _] = await lenses(server, uri)
     before = len(server.client.applied_edits)
-    result = await asyncio.wait_for(server.client.workspace_execute_command_async(
-        types.ExecuteCommandParams(lens.command.command, lens.command.arguments)), TIMEOUT)
+    result = await run_lens(server, lens)
     if server.client_name == "minimal":  # no workspace.applyEdit: told to use the action
         assert result == {"applied": False}
         assert len(server.client.applied_edits) == before
@@ -112,8 +113,7 @@ async def test_code_lens_blocked_command_shows_the_blocker(server, uri):
     await opened(server, uri)
     [_, lens] = await lenses(server, uri)
     before = len(server.client.shown_documents)
-    result = await asyncio.wait_for(server.client.workspace_execute_command_async(
-        types.ExecuteCommandParams(lens.command.command, lens.command.arguments)), TIMEOUT)
+    result = await run_lens(server, lens)
     rng = types.Range(types.Position(**result["range"]["start"]),
                       types.Position(**result["range"]["end"]))
     assert located(server, uri, rng) == (18, "gpu.wait")
