@@ -27,6 +27,7 @@ from gpu_async_lsp.op_tables import is_async_interface_op
 from gpu_async_lsp.server.analysis import DocumentAnalysis, PlacedUnit
 from gpu_async_lsp.syntax import Op
 from gpu_async_lsp.syntax import navigation as nav
+from gpu_async_lsp.syntax.parser import head_symbol
 from gpu_async_lsp.text import LineIndex, placed
 
 MODULE = "module"
@@ -59,13 +60,6 @@ class SymbolNode:
     children: list[SymbolNode] = field(default_factory=list)
     origin: tuple | None = None  # (PlacedUnit, index among its symbols) for a unit's symbol
 
-
-# The first op of a unit that did not parse: enough to keep it in the outline.
-# Keywords and strings may come before the name (`func.func private @f`, `memref.global
-# "private" constant @g`), as syntax/parser.py reads them.
-_BROKEN_HEAD = re.compile(
-    r'\s*(?:%[^=\n]*=\s*)?"?([A-Za-z_][\w$]*\.[\w$.]+)"?\s+'
-    r'(?:(?!attributes\b)(?:[A-Za-z_][\w$.\-]*|"[^"\n]*")\s+)*(@(?:[\w$.\-]+|"[^"\n]*"))')
 
 
 def document_symbols(a: DocumentAnalysis) -> list[SymbolNode]:
@@ -109,13 +103,12 @@ def _relative_symbols(result) -> tuple[list[SymbolNode], list[int]]:
             owners.append(index_of[id(owner)] if owner is not None else -1)
             nodes.append(SymbolNode(sym.path[0], op.name, symbol_kind(op.name), op.start,
                                     op.end, (sym.start, sym.end)))
-        if not result.ops and result.syntax_error:
-            m = _BROKEN_HEAD.match(result.source)
-            if m:
-                owners.append(-1)
-                nodes.append(SymbolNode(m.group(2), m.group(1), symbol_kind(m.group(1)),
-                                        m.start(1), len(result.source.rstrip()),
-                                        (m.start(2), m.end(2))))
+        head = head_symbol(result.source) if not result.ops and result.syntax_error else None
+        if head is not None:  # a unit that did not parse keeps its entry in the outline
+            name, start, symbol = head
+            owners.append(-1)
+            nodes.append(SymbolNode(symbol.path[0], name, symbol_kind(name), start,
+                                    len(result.source.rstrip()), (symbol.start, symbol.end)))
         cached = result.memo["symbols"] = (nodes, owners)
     return cached
 

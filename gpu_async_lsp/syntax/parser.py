@@ -171,6 +171,21 @@ def _defined_symbol(name: str, src: str, start: int, end: int) -> SymbolRef | No
     return SymbolRef(tuple(m.group(1).split("::")), m.start(1), m.end(1))
 
 
+# The start of an op in custom form: its results, then its dotted name.
+_OP_HEAD = re.compile(r"[ \t\r\n]*(?:%[^=\n]*=[ \t]*)?([A-Za-z_][\w$]*\.[\w$.]+)[ \t\r\n]+")
+
+
+def head_symbol(text: str) -> tuple[str, int, SymbolRef] | None:
+    """For a unit that did not parse: the op name it starts with, where that name starts, and
+    the symbol the op defines, read as for a parsed op (`func.func private @f`); None when
+    it defines none."""
+    m = _OP_HEAD.match(text)
+    if m is None:
+        return None
+    symbol = _defined_symbol(m.group(1), text, m.end(), len(text))
+    return (m.group(1), m.start(1), symbol) if symbol is not None else None
+
+
 def _expand(items: list) -> list:
     """Ops and aliases, with each OPS token replaced by the Ops of its lines."""
     if not any(isinstance(x, OpsToken) for x in items):
