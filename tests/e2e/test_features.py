@@ -354,3 +354,33 @@ async def test_features_positions_past_the_end_are_clamped_not_errors(server, ur
                                         "async [%t1] → %t2"]
     assert len(await hints(server, uri, 0, 100_000)) == 4
     assert server.alive
+
+
+async def test_features_on_garbage_answer_and_keep_serving(server, uri):
+    """Any text: every feature answers (empty is fine), the server stays up, and a healthy
+    function after the garbage keeps its lens and outline entry."""
+    garbage = ("\x00}{%%^^@@::@\r\r\"unterminated \u2028 é𝄞 }}}} func.func @ {\r\n"
+               "%a:: = = gpu.alloc async [ (\n// -----\n\r")
+    text = garbage + "\nfunc.func @f(%n: index) {\n  %a = gpu.alloc (%n) : memref<?xf32>\n" \
+                     "  return\n}\n"
+    await opened(server, uri, text)
+    client, doc = server.client, doc_id(uri)
+    assert any(d.code == "syntax" for d in server.latest_diagnostics(uri))
+    titles = [lens.command.title for lens in await lenses(server, uri)]
+    assert titles == ["1 GPU op runs synchronously · Make asynchronous"]
+    symbols = await asyncio.wait_for(client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(doc)), TIMEOUT)
+    assert "@f" in [s.name for s in symbols]
+    await asyncio.wait_for(client.text_document_folding_range_async(
+        types.FoldingRangeParams(doc)), TIMEOUT)
+    assert [h.label for h in await hints(server, uri)] == [
+        "%t0 = gpu.wait async", "async [%t0] → %t1", "⏸ gpu.wait [%t1]"]
+    for at in range(0, len(garbage), 3):
+        p = position(text, at, server.encoding)
+        await asyncio.wait_for(client.text_document_hover_async(
+            types.HoverParams(doc, p)), TIMEOUT)
+        await asyncio.wait_for(client.text_document_definition_async(
+            types.DefinitionParams(doc, p)), TIMEOUT)
+        await asyncio.wait_for(client.text_document_references_async(
+            types.ReferenceParams(types.ReferenceContext(True), doc, p)), TIMEOUT)
+    assert server.alive
