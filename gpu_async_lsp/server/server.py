@@ -132,15 +132,21 @@ class _Protocol(LanguageServerProtocol):
         yield from super().lsp_text_document__did_close(params)
 
     def structure_message(self, data):
-        """pygls raises when a request's params do not fit its method (a negative position,
-        a missing field) and the request then goes unanswered; answer it with the JSON-RPC
-        error instead, and keep serving."""
+        """pygls raises when a message does not fit its method, and the message is lost.
+        A request with bad params (a negative position, a missing field) would go
+        unanswered: answer it with the JSON-RPC error. A client's response that does not fit
+        (`workspace/applyEdit` answered with `null`) would leave the server waiting for it
+        forever: it becomes that error. Either way, keep serving."""
         try:
             return super().structure_message(data)
         except JsonRpcException as error:
             if isinstance(data, dict) and "id" in data and "method" in data:
                 log.warning("invalid params for %s", data.get("method"))
                 self._send_response(data["id"], error=error.to_response_error())
+            elif isinstance(data, dict) and "id" in data:
+                log.warning("invalid response to request %s", data.get("id"))
+                return lsp.ResponseErrorMessage(id=data["id"], error=lsp.ResponseError(
+                    error.code, f"the client's response does not fit its request: {error}"))
             return JsonRPCNotification(method=_IGNORED, params=None,
                                        jsonrpc=JsonRPCProtocol.VERSION)
 
@@ -541,8 +547,14 @@ def build_server() -> GpuAsyncServer:
                 lsp.MessageType.Warning,
                 f"gpu-async-lsp: {fn.name} cannot be rewritten: {fn.first_blocker}"))
             return {"applied": False}
-        result = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
-            ls.function_edit(state, [fn]), label=f"Make GPU ops in {fn.name} asynchronous"))
+        try:
+            result = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+                ls.function_edit(state, [fn]), label=f"Make GPU ops in {fn.name} asynchronous"))
+        except JsonRpcException as error:
+            ls.window_show_message(lsp.ShowMessageParams(
+                lsp.MessageType.Warning,
+                f"gpu-async-lsp: the editor did not apply the rewrite of {fn.name}: {error}"))
+            return {"applied": False}
         return {"applied": bool(result and result.applied)}
 
     @server.command(SHOW_BLOCKER_COMMAND)

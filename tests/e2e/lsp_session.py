@@ -179,6 +179,7 @@ def _make_client() -> LanguageClient:
     client.publications = []  # type: ignore[attr-defined]
     client.registrations = []  # type: ignore[attr-defined]
     client.applied_edits = []  # type: ignore[attr-defined]
+    client.apply_edit_answer = "applied"  # type: ignore[attr-defined]
 
     def publish(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
         ls.diagnostics[params.uri] = params.diagnostics
@@ -190,11 +191,18 @@ def _make_client() -> LanguageClient:
     def unregister(ls: LanguageClient, params: types.UnregistrationParams) -> None:
         return None
 
-    def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams
-                   ) -> types.ApplyWorkspaceEditResult:
-        """workspace/applyEdit: kept for the test, which applies it to its copy."""
+    def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):
+        """workspace/applyEdit: kept for the test, which applies it to its copy. A test may
+        make the client answer as a faulty or unwilling editor would (`apply_edit_answer`)."""
         ls.applied_edits.append(params)  # type: ignore[attr-defined]
-        return types.ApplyWorkspaceEditResult(applied=True)
+        answer = ls.apply_edit_answer  # type: ignore[attr-defined]
+        if answer == "null":
+            return None
+        if answer == "error":
+            raise RuntimeError("the editor failed to apply the edit")
+        return types.ApplyWorkspaceEditResult(applied=answer == "applied",
+                                              failure_reason=None if answer == "applied"
+                                              else "the user said no")
 
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.WORKSPACE_APPLY_EDIT] = apply_edit

@@ -384,3 +384,20 @@ async def test_features_on_garbage_answer_and_keep_serving(server, uri):
         await asyncio.wait_for(client.text_document_references_async(
             types.ReferenceParams(types.ReferenceContext(True), doc, p)), TIMEOUT)
     assert server.alive
+
+
+@pytest.mark.parametrize("answer", ["refused", "null", "error"])
+async def test_code_lens_command_when_the_editor_does_not_apply_the_edit(start_server, answer):
+    """An editor that refuses the edit, answers `null` (not a valid result) or fails: the
+    command answers `applied: false` instead of waiting forever, and the server serves on."""
+    server = await start_server("vscode")
+    uri = "file:///e2e/test_features/apply_edit_" + answer + ".mlir"
+    await opened(server, uri)
+    server.client.apply_edit_answer = answer
+    [lens, _] = await lenses(server, uri)
+    assert await run_lens(server, lens) == {"applied": False}
+    assert len(server.client.applied_edits) == 1
+    if answer != "refused":
+        assert any("did not apply the rewrite of @scale" in m.message for m in server.warnings)
+    server.client.apply_edit_answer = "applied"
+    assert await run_lens(server, lens) == {"applied": True}
