@@ -779,15 +779,22 @@ def low(xs: list[float]) -> float | None:
     return min(xs) * 1000 if xs else None
 
 
+def table_head(first: str, keys: list[str]) -> str:
+    """A table's header: the first column, a median and a min per server, the ratio."""
+    return first + "".join(f" {LABELS[k] + ' median':>26} {'min':>8}" for k in keys) \
+        + f" {'ours/mlir':>10}"
+
+
+def ours_over_mlir(medians: dict[str, float | None]) -> float | None:
+    ours, theirs = medians.get("ours"), medians.get("mlir")
+    return ours / theirs if ours is not None and theirs else None
+
+
 def print_table(title: str, results: dict[int, dict[str, Session]], kinds: list[str],
                 keys: list[str]) -> dict[int, float | None]:
     """One table of one measurement; returns the ratio ours/theirs per size."""
     print(f"\n{title} (ms)")
-    head = f"{'lines':>7}"
-    for k in keys:
-        head += f" {LABELS[k] + ' median':>26} {'min':>8}"
-    head += f" {'ours/mlir':>10}"
-    print(head)
+    print(table_head(f"{'lines':>7}", keys))
     ratios: dict[int, float | None] = {}
     for size, sessions in results.items():
         row = f"{size:>7}"
@@ -796,8 +803,7 @@ def print_table(title: str, results: dict[int, dict[str, Session]], kinds: list[
             xs = [x for kind in kinds for x in sessions[k].samples[kind]] if k in sessions else []
             meds[k] = med(xs)
             row += f" {fmt(meds[k], 26)} {fmt(low(xs), 8)}"
-        o, t = meds.get("ours"), meds.get("mlir")
-        ratios[size] = o / t if o is not None and t else None
+        ratios[size] = ours_over_mlir(meds)
         row += f" {fmt(ratios[size], 10, '.3f')}"
         print(row)
     return ratios
@@ -839,11 +845,7 @@ def print_features(size: int, sessions: dict[str, Session],
 
     for phase, title in PHASES.items():
         print(f"5{title}")
-        head = f"{'feature':<28}"
-        for k in keys:
-            head += f" {LABELS[k] + ' median':>26} {'min':>8}"
-        head += f" {'ours/mlir':>10}"
-        print(head)
+        print(table_head(f"{'feature':<28}", keys))
         for f in features:
             row = f"{f.name:<28}"
             meds: dict[str, float | None] = {}
@@ -851,8 +853,7 @@ def print_features(size: int, sessions: dict[str, Session],
             for k in keys:
                 cells[k], lo, meds[k] = cell(sessions.get(k), f, phase)
                 row += f" {cells[k]:>26} {lo:>8}"
-            o, t = meds.get("ours"), meds.get("mlir")
-            ratio = o / t if o is not None and t else None
+            ratio = ours_over_mlir(meds)
             row += f" {fmt(ratio, 10, '.3f')}"
             print(row)
             if phase == "fresh":
