@@ -42,4 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         server.start_tcp(args.host, args.port)
     else:
         server.start_io()
-    return 0
+    # The client is gone (its end of the pipe closed) without `exit`: end now, as `exit` does
+    # (LSP 3.17: status 1 without a prior `shutdown`), without waiting for a running analysis.
+    from gpu_async_lsp.server.protocol import exit_now
+
+    exit_now(0 if server.protocol._shutdown else 1)
+    return 1

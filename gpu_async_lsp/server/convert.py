@@ -8,9 +8,10 @@ offered utf-8 or utf-32 first).
 from __future__ import annotations
 
 from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
 
 from gpu_async_lsp.async_region.findings import SOURCE, Finding, Severity
-from gpu_async_lsp.server import features
+from gpu_async_lsp.ide import features
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.text import UTF8, UTF16, UTF32, LineIndex, Position, placed
 
@@ -21,6 +22,8 @@ _SEVERITY = {Severity.ERROR: lsp.DiagnosticSeverity.Error,
              Severity.WARNING: lsp.DiagnosticSeverity.Warning,
              Severity.INFORMATION: lsp.DiagnosticSeverity.Information,
              Severity.HINT: lsp.DiagnosticSeverity.Hint}
+
+CONVERTER = get_converter()  # lsprotocol objects <-> JSON values
 
 SYMBOL_KINDS = {features.MODULE: lsp.SymbolKind.Module, features.FUNCTION: lsp.SymbolKind.Function,
                 features.VARIABLE: lsp.SymbolKind.Variable, features.OBJECT: lsp.SymbolKind.Object}
@@ -133,3 +136,19 @@ def merge_insertions(edits: list[TextEdit]) -> list[TextEdit]:
         else:
             merged.append(e)
     return merged
+
+
+def text_edits_json(index: LineIndex, edits, encoding: str) -> list[dict]:
+    """TextEdits as JSON values, in text order."""
+    return [{"range": json_range(index, e.start, e.end, encoding), "newText": e.new_text}
+            for e in sorted(edits, key=lambda e: (e.start, e.end))]
+
+
+def workspace_edit_json(uri: str, version: int | None, edits: list[dict],
+                        document_changes: bool) -> dict:
+    """A WorkspaceEdit as JSON values: versioned documentChanges when the client supports
+    them, plain changes otherwise."""
+    if document_changes:
+        return {"documentChanges": [{"textDocument": {"uri": uri, "version": version},
+                                     "edits": edits}]}
+    return {"changes": {uri: edits}}

@@ -415,10 +415,12 @@ class Session:
 
     async def code_actions(self, uri: str, rng: types.Range | None = None,
                            diagnostics: list[types.Diagnostic] | None = None,
-                           only: list[str] | None = None,
+                           only: list[str] | None = None, resolve: bool = True,
                            timeout: float = TIMEOUT) -> list[types.CodeAction]:
         """textDocument/codeAction as an editor sends it: by default over the whole document
-        with the diagnostics last published for it."""
+        with the diagnostics last published for it. An action that comes without its edit
+        (a client that can resolve edits gets them lazily) is resolved with codeAction/resolve,
+        as the editor does when it is chosen, unless `resolve` is False."""
         if rng is None:
             rng = whole_range(self.texts[uri], self.encoding)
         if diagnostics is None:
@@ -435,7 +437,17 @@ class Session:
         actions = list(result or [])
         for a in actions:
             assert isinstance(a, types.CodeAction), f"a Command instead of a CodeAction: {a}"
+        if resolve:
+            actions = [await self.resolve_code_action(a, timeout) for a in actions]
         return actions
+
+    async def resolve_code_action(self, action: types.CodeAction,
+                                  timeout: float = TIMEOUT) -> types.CodeAction:
+        """`action` with its edit: as it is, or from codeAction/resolve when it came lazily."""
+        if action.edit is not None or action.disabled is not None:
+            return action
+        assert action.data is not None, f"action {action.title!r}: no edit and no data"
+        return await asyncio.wait_for(self.client.code_action_resolve_async(action), timeout)
 
     def edits_of(self, action: types.CodeAction, uri: str) -> list[types.TextEdit]:
         """The TextEdits of `action` for `uri`, checking the WorkspaceEdit has the shape the
@@ -470,14 +482,14 @@ class Session:
         self.process.stdin.write(header + body)
 
     async def raw_request(self, method: str, params_json: str,
-                          timeout: float = TIMEOUT) -> Any:
+                          timeout: float = TIMEOUT, jsonrpc: str = "2.0") -> Any:
         """Send a request whose params are the JSON text `params_json` (possibly invalid for
         the method); returns the raw result or raises the error response."""
         msg_id = f"raw-{uuid.uuid4()}"
         future: Future = Future()
         self.client.protocol._request_futures[msg_id] = future
-        body = ('{"jsonrpc": "2.0", "id": %s, "method": %s, "params": %s}'
-                % (json.dumps(msg_id), json.dumps(method), params_json))
+        body = ('{"jsonrpc": %s, "id": %s, "method": %s, "params": %s}'
+                % (json.dumps(jsonrpc), json.dumps(msg_id), json.dumps(method), params_json))
         self.send_raw(body.encode("utf-8", "surrogatepass"))
         return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
 

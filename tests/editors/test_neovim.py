@@ -443,6 +443,14 @@ local function run_file(spec)
   rec.actions = {}
   local chosen
   for _, action in ipairs(response.result or {}) do
+    if action.edit == nil and action.data ~= nil then
+      -- Resolved as vim.lsp.buf.code_action() resolves the action it applies.
+      local resolved = vim.lsp.buf_request_sync(buf, 'codeAction/resolve', action,
+                                                params.timeout_ms)
+      local r = resolved and resolved[client.id]
+      assert(r and not r.error, 'codeAction/resolve error: ' .. vim.inspect(r))
+      action = r.result
+    end
     table.insert(rec.actions, { title = action.title, kind = action.kind,
                                 has_edit = action.edit ~= nil })
     if action.title == spec.title then

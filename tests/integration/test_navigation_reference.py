@@ -43,8 +43,8 @@ from pathlib import Path
 
 import pytest
 
-from gpu_async_lsp.server import features
-from gpu_async_lsp.server.analysis import Analyzer
+from gpu_async_lsp.ide import features
+from gpu_async_lsp.ide.analysis import Analyzer
 from gpu_async_lsp.syntax.lexer import split_chunks
 from benchmarks.bench_server import LspClient
 from tests.mlir_tools import mlir_opt, require_tool

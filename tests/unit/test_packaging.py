@@ -67,7 +67,8 @@ ALLOWED = {
     "syntax": {"syntax", "op_tables"},
     "async_region": {"async_region", "syntax", "op_tables", "edits", "text"},
     "parallel": {"async_region", "syntax", "edits"},
-    "server": {"server", "async_region", "syntax", "edits", "text", "op_tables"},
+    "ide": {"ide", "async_region", "syntax", "edits", "text", "op_tables"},
+    "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables"},
     "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables"},
 }
 THIRD_PARTY = {"lark": {"syntax"}, "pygls": {"server", "cli"}, "lsprotocol": {"server", "cli"}}

@@ -7,11 +7,11 @@ import random
 import pytest
 
 from benchmarks.gen_host import generate
-from gpu_async_lsp.server.analysis import Analyzer, changed_span
+from gpu_async_lsp.ide.analysis import Analyzer, changed_span
 
 
 def _snapshot(a):
-    from gpu_async_lsp.server import features
+    from gpu_async_lsp.ide import features
     from gpu_async_lsp.text import LineIndex
 
     def symbols(nodes):
@@ -58,7 +58,7 @@ def test_server_analysis_incremental_equals_fresh_after_random_edits(seed):
 def test_server_analysis_symbol_table_carried_over_unasked_versions_stays_right():
     """Versions whose symbols nobody asked for pass the table on (edits in two different
     function bodies), and it still resolves as a fresh analysis does."""
-    from gpu_async_lsp.server import features
+    from gpu_async_lsp.ide import features
 
     text = ("module {\n  func.func @a() {\n    return\n  }\n"
             "  func.func @b() {\n    \"test.op\"() : () -> ()\n    return\n  }\n"
@@ -83,7 +83,7 @@ def test_server_analysis_results_need_no_cycle_collector():
     out of the collector's sight (gc.freeze) without leaking them."""
     import gc
 
-    from gpu_async_lsp.server import features
+    from gpu_async_lsp.ide import features
     from gpu_async_lsp.text import LineIndex
 
     text = generate(300, seed=3)

@@ -1,4 +1,4 @@
-"""Editor features answered from the stored analysis (gpu_async_lsp/server/features.py):
+"""Editor features answered from the stored analysis (gpu_async_lsp/ide/features.py):
 inlay hints and hover that preview the rewrite, code lenses, the outline, folding, and symbol
 resolution across units. The protocol side is tested in tests/e2e."""
 
@@ -12,8 +12,8 @@ import pytest
 
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.edits import apply_edits, sort_edits
-from gpu_async_lsp.server import features
-from gpu_async_lsp.server.analysis import Analyzer
+from gpu_async_lsp.ide import features
+from gpu_async_lsp.ide.analysis import Analyzer
 from gpu_async_lsp.text import LineIndex, Position
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

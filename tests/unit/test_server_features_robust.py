@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpu_async_lsp.server import features
-from gpu_async_lsp.server.analysis import Analyzer
+from gpu_async_lsp.ide import features
+from gpu_async_lsp.ide.analysis import Analyzer
 from gpu_async_lsp.text import LineIndex
 
 REPO = Path(__file__).resolve().parents[2]

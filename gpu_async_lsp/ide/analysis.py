@@ -1,10 +1,13 @@
-"""Protocol layer: the analysis of open documents, reusing what an edit did not touch.
+"""IDE layer: the analysis of open documents, reusing what an edit did not touch.
 
 A buffer is split into units (`syntax.parser.split_document`: the `// -----` chunks, their
 top-level ops, and the children of modules). Each leaf unit is parsed and analysed on its own
 and its results are kept by the unit's text, relative to its start; after an edit only units
 whose text changed are parsed again, the others are moved to their new offsets. A 50k-line
-file with a one-character edit costs a brace scan and one function's parse.
+file with a one-character edit costs a brace scan and one function's parse. Results are
+kept in an `ide.cache.UnitCache`, bounded by what is open.
+
+No pygls or lsprotocol here (the protocol layer, `server/`, turns these values into LSP).
 """
 
 from __future__ import annotations
@@ -13,13 +16,13 @@ import bisect
 import dataclasses
 import gc
 import re
-import threading
 from dataclasses import dataclass
 
 from gpu_async_lsp.async_region import Finding, Related, analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.rewriter import FunctionRewrite, hint_anchor
 from gpu_async_lsp.edits import TextEdit, apply_edits
+from gpu_async_lsp.ide.cache import UnitCache
 from gpu_async_lsp.text import LineIndex
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT
 from gpu_async_lsp.syntax import Chunk, Document, Op
@@ -58,7 +61,7 @@ class UnitResult:
     inlay hints and code lens, which answer from them without parsing again."""
 
     __slots__ = ("source", "findings", "functions", "syntax_error", "ops", "rewrites",
-                 "_positions", "_fixes", "fragment", "memo")
+                 "_positions", "_fixes", "fragment", "memo", "__weakref__")
 
     def __init__(self, source: str, findings: tuple[Finding, ...],
                  functions: tuple[FunctionInfo, ...], syntax_error: bool,
@@ -241,14 +244,13 @@ def _function_info(fn: FunctionRewrite, anchor: tuple[int, int]) -> FunctionInfo
 
 
 class Analyzer:
-    """Analyses documents with a cache of unit results (one per server: settings included)."""
+    """Analyses documents with the given settings; unit results are kept in `cache`, which
+    analyzers of other settings may share (the settings are part of each key)."""
 
-    MAX_CACHED_UNITS = 200_000
-
-    def __init__(self, strict: bool = False):
+    def __init__(self, strict: bool = False, cache: UnitCache | None = None):
         self.strict = strict
-        self._cache: dict[tuple, UnitResult] = {}
-        self._lock = threading.Lock()
+        self.cache = cache if cache is not None else UnitCache()
+        self._options = (strict,)
         self.last_allocations = 0
 
     def analyze(self, text: str, version: int | None = None,
@@ -359,15 +361,12 @@ class Analyzer:
         return result
 
     def _unit(self, source: str, dialect: str | None, device: bool) -> UnitResult:
-        key = (source, dialect, device)
-        cached = self._cache.get(key)
+        key = (source, dialect, device, self._options)
+        cached = self.cache.get(key)
         if cached is not None:
             return cached
         result = analyze_unit(source, dialect, device, self.strict)
-        with self._lock:
-            if len(self._cache) >= self.MAX_CACHED_UNITS:
-                self._cache.clear()
-            self._cache[key] = result
+        self.cache.put(key, result)
         return result
 
 

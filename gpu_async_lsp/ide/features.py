@@ -1,7 +1,7 @@
-"""Protocol layer, without the protocol: what the editor features (document symbols, folding,
-definition and references, hover, inlay hints, code lens) find in a document's stored
-analysis (server/analysis.py). Results are plain values at absolute offsets; server.py turns
-them into LSP. Nothing here parses: every answer comes from the IR and the rewrite plans the
+"""IDE layer: what the editor features (document symbols, folding, definition and references,
+hover, inlay hints, code lens) find in a document's stored analysis (ide/analysis.py).
+Results are plain values at absolute offsets; the protocol layer (server/) turns them into
+LSP. Nothing here parses: every answer comes from the IR and the rewrite plans the
 analysis kept for each unit, so a request on a 50k-line file touches only the units it needs.
 
 No pygls or lsprotocol here.
@@ -24,7 +24,7 @@ from gpu_async_lsp.async_region.rewriter import (
 )
 from gpu_async_lsp.edits import TextEdit, apply_edits
 from gpu_async_lsp.op_tables import is_async_interface_op
-from gpu_async_lsp.server.analysis import DocumentAnalysis, PlacedUnit
+from gpu_async_lsp.ide.analysis import DocumentAnalysis, PlacedUnit
 from gpu_async_lsp.syntax import Op
 from gpu_async_lsp.syntax import navigation as nav
 from gpu_async_lsp.syntax.parser import head_symbol

@@ -1,0 +1,13 @@
+"""IDE layer: the analysis of open documents and what editor features find in it.
+
+Between the syntax and analysis layers below and the protocol above (the way rust-analyzer's
+`ide` crate sits under its LSP server, and MLIR's `MLIRServer.cpp` under `LSPServer.cpp`):
+
+- `analysis`: documents split into units, each analysed once and moved along with edits;
+- `cache`: the unit results, bounded by what is open;
+- `features`: symbols, folding, navigation, hover, inlay hints and code lenses, as plain values
+  at offsets.
+
+It speaks offsets and plain values only: no pygls, no lsprotocol (tests/unit/test_packaging.py
+checks the imports).
+"""

@@ -1,0 +1,62 @@
+"""Protocol layer: the server process's heap over a working day.
+
+Two moves, both about CPython's cycle collector and allocator, not about LSP:
+
+- **Freeze after a big analysis.** The IR of a big file is millions of objects; kept in the
+  collector's sight, every collection that later allocations trigger would traverse them (at
+  50k lines publishing diagnostics took 260 ms instead of 60). `gc.freeze()` moves everything
+  alive out of its sight. What the analysis keeps has no reference cycles
+  (tests/unit/test_server_analysis.py), so when a document or the cache lets it go, reference
+  counting frees it, frozen or not.
+- **Release after closing.** Garbage *with* cycles that happened to be alive at a freeze (a
+  finished request's future and its traceback, say) would stay frozen for good. So once
+  documents have been closed and the server is idle, everything is unfrozen, collected, frozen
+  again, and glibc is asked to give freed memory back to the system (`malloc_trim`): Python's
+  own arenas go back only when wholly empty, but big strings (document texts) live in the C
+  heap, whose top is returned only on request.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import logging
+
+log = logging.getLogger("gpu_async_lsp.server")
+
+FREEZE_AFTER_ALLOCATIONS = 50_000  # tracked objects an analysis added (a ~7k-line file)
+
+
+def _malloc_trim():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+class Heap:
+    def __init__(self):
+        self.frozen = False  # something was frozen since the last release
+
+    def settle(self, allocations: int) -> None:
+        """After an analysis that added `allocations` tracked objects."""
+        if allocations >= FREEZE_AFTER_ALLOCATIONS:
+            gc.freeze()
+            self.frozen = True
+
+    def release(self) -> None:
+        """Collect everything (frozen objects included), then freeze what is left and hand
+        freed memory back to the system."""
+        if self.frozen:
+            gc.unfreeze()
+        collected = gc.collect()
+        if self.frozen:
+            gc.freeze()
+        if _TRIM is not None:
+            _TRIM(0)
+        log.info("heap released: %d unreachable objects collected", collected)

@@ -1,0 +1,298 @@
+"""Protocol layer: the big answers, as JSON text built from the stored analysis.
+
+Each builder takes a document's state and what the client can do, and returns the JSON text of
+one response (server/protocol.py sends it as is). They run in the server's request thread, off
+the event loop, and call `check()` between units so that a cancelled request stops early.
+Diagnostics, code lenses and symbols are assembled from JSON fragments cached per unit and per
+document version, so a keystroke re-renders what it moved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from lsprotocol import types as lsp
+
+from gpu_async_lsp.async_region.findings import SOURCE, SYNC_GPU_OPS, Severity
+from gpu_async_lsp.ide import features
+from gpu_async_lsp.ide.analysis import DocumentAnalysis, FunctionInfo
+from gpu_async_lsp.server import convert
+from gpu_async_lsp.server.capabilities import ClientFeatures
+from gpu_async_lsp.server.documents import DocState
+from gpu_async_lsp.text import LineIndex
+
+FIX_ALL_KIND = "source.fixAll.gpuAsync"
+CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite,
+                     FIX_ALL_KIND]
+# Commands of the code lenses (workspace/executeCommand); arguments: uri, `@f`, which of the
+# functions named `@f` (split files repeat names). The command acts on the current version.
+MAKE_ASYNC_COMMAND = "gpu-async.makeAsynchronous"
+SHOW_BLOCKER_COMMAND = "gpu-async.showBlocker"
+FIX_ALL_TITLE = "Make all GPU ops in this file asynchronous"
+
+Check = Callable[[], None]
+
+
+def _never() -> None:
+    pass
+
+
+# -- diagnostics --------------------------------------------------------------------------------
+
+def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
+                severity: dict[str, Severity]) -> str:
+    """publishDiagnostics for an analysis, as JSON text assembled from one cached fragment
+    per unit: a unit whose place (line, column) and findings did not change since the last
+    publication costs nothing (a keystroke re-renders one unit)."""
+    parts = [json.dumps(convert.diagnostic_json(uri, index, f, encoding, severity))
+             for f in a.header_findings]
+    for unit in a.units:
+        result = unit.result
+        if not result.findings:
+            continue
+        base = index.position(unit.base, encoding)
+        key = (uri, encoding, base.line, base.character, id(severity))
+        cached = result.fragment
+        if cached is None or cached[0] != key:
+            text = ",".join(json.dumps(convert.placed_diagnostic_json(
+                uri, f, base.line, base.character, start, end, related, severity))
+                for f, (start, end, related) in zip(result.findings, result.positions(encoding)))
+            cached = result.fragment = (key, text)
+        parts.append(cached[1])
+    return publication(uri, a.version, ",".join(parts))
+
+
+def out_of_sync_diagnostics(uri: str, version: int | None, why: str) -> str:
+    """The one finding of a document whose text the server lost track of."""
+    message = (f"gpu-async-lsp lost track of this document's text: {why}. Findings are paused "
+               "until the editor sends the whole text again (close and reopen the document).")
+    d = {"range": convert.json_range_of((0, 0), (0, 0)), "message": message,
+         "severity": int(lsp.DiagnosticSeverity.Warning), "code": "out-of-sync",
+         "source": SOURCE}
+    return publication(uri, version, json.dumps(d))
+
+
+def publication(uri: str, version: int | None, diagnostics_text: str) -> str:
+    """A publishDiagnostics notification of diagnostics given as JSON text."""
+    v = "" if version is None else ',"version":' + str(int(version))
+    return ('{"jsonrpc":"2.0","method":"textDocument/publishDiagnostics","params":{"uri":'
+            + json.dumps(uri) + v + ',"diagnostics":[' + diagnostics_text + "]}}")
+
+
+# -- code actions -------------------------------------------------------------------------------
+
+def function_edit(state: DocState, functions: list[FunctionInfo], encoding: str,
+                  document_changes: bool) -> dict:
+    """The rewrite of `functions` as one WorkspaceEdit (JSON values)."""
+    edits = convert.merge_insertions([e for fn in functions for e in fn.edits])
+    return convert.workspace_edit_json(
+        state.uri, state.analysis.version,
+        convert.text_edits_json(state.line_index(), edits, encoding), document_changes)
+
+
+def file_edit(state: DocState, encoding: str, document_changes: bool) -> dict:
+    """Every rewritable function's rewrite (one edit each), cached per version."""
+    a = state.analysis
+    key = (encoding, document_changes)
+    cached = state.fix_all
+    if cached is None or cached[0] is not a or cached[1] != key:
+        edit = convert.workspace_edit_json(
+            state.uri, a.version, convert.text_edits_json(state.line_index(), a.fixes(), encoding),
+            document_changes)
+        cached = state.fix_all = (a, key, edit)
+    return cached[2]
+
+
+def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
+                 params: lsp.CodeActionParams, check: Check = _never) -> str:
+    """The code actions of a range. A client that resolves `edit` gets each action without
+    its edit and with `data` naming it ({uri, version, start of the function or null for the
+    file}); codeAction/resolve fills the edit in (`resolve_code_action`)."""
+    a = state.analysis
+    index = state.line_index()
+    only = params.context.only
+    start = convert.offset_of(index, params.range.start, encoding)
+    end = convert.offset_of(index, params.range.end, encoding)
+    hints = {}
+    for d in params.context.diagnostics or []:
+        if d.code == SYNC_GPU_OPS and d.source == SOURCE:
+            hints[(d.range.start.line, d.range.start.character)] = d
+    lazy = caps.code_action_resolve_edit
+
+    def wanted(kind: str) -> bool:
+        return not only or any(kind == k or kind.startswith(k + ".") for k in only)
+
+    def action(title: str, kind: str, target: FunctionInfo | None, **extra) -> dict:
+        out = {"title": title, "kind": kind, **extra}
+        if lazy:
+            out["data"] = {"uri": state.uri, "version": a.version,
+                           "function": None if target is None else target.start}
+        elif target is None:
+            out["edit"] = file_edit(state, encoding, caps.document_changes)
+        else:
+            out["edit"] = function_edit(state, [target], encoding, caps.document_changes)
+        return out
+
+    actions: list[str] = []
+    for n, fn in enumerate(a.functions_between(start, end)):
+        if n % 64 == 0:
+            check()
+        if fn.sync_ops == 0:
+            continue
+        title = f"Make GPU ops in {fn.name} asynchronous"
+        if not fn.rewritable:
+            if caps.code_action_disabled and wanted(lsp.CodeActionKind.RefactorRewrite):
+                actions.append(json.dumps({"title": title,
+                                           "kind": lsp.CodeActionKind.RefactorRewrite,
+                                           "disabled": {"reason": fn.first_blocker or "blocked"}},
+                                          ensure_ascii=False))
+            continue
+        anchor = index.position(fn.anchor[0], encoding)
+        hint = hints.get((anchor.line, anchor.character))
+        if hint is not None and wanted(lsp.CodeActionKind.QuickFix):
+            actions.append(json.dumps(action(
+                title, lsp.CodeActionKind.QuickFix, fn, isPreferred=True,
+                diagnostics=[convert.CONVERTER.unstructure(hint)]), ensure_ascii=False))
+        if wanted(lsp.CodeActionKind.RefactorRewrite):
+            actions.append(json.dumps(action(title, lsp.CodeActionKind.RefactorRewrite, fn),
+                                      ensure_ascii=False))
+    if wanted(FIX_ALL_KIND) and a.any_rewritable:
+        check()
+        actions.append(json.dumps(action(FIX_ALL_TITLE, FIX_ALL_KIND, None), ensure_ascii=False))
+    return "[" + ",".join(actions) + "]"
+
+
+def resolve_code_action(state: DocState, caps: ClientFeatures, encoding: str,
+                        action: dict) -> dict | None:
+    """`action` (as the client sent it back) with its edit, or None when the function it
+    names is not in the current version (the document changed since)."""
+    data = action.get("data")
+    function = data.get("function")
+    a = state.analysis
+    if function is None:
+        edit = file_edit(state, encoding, caps.document_changes) if a.any_rewritable else None
+    else:
+        fn = next((f for f in a.functions_between(function, function)
+                   if f.start == function and f.rewritable), None)
+        edit = None if fn is None else function_edit(state, [fn], encoding,
+                                                     caps.document_changes)
+    if edit is None:
+        return None
+    return {**action, "edit": edit}
+
+
+# -- code lens ----------------------------------------------------------------------------------
+
+def code_lenses(state: DocState, encoding: str, check: Check = _never) -> str:
+    a = state.analysis
+    key = ("lenses", encoding)
+    cached = a.memo.get(key)
+    if cached is None:
+        index = state.line_index()
+        lenses = []
+        uri = json.dumps(state.uri)
+        for n, (unit, placement, unit_lenses) in enumerate(
+                features.code_lenses(a, index, encoding)):
+            if n % 64 == 0:
+                check()
+            # One JSON fragment per unit, kept while its place and names do not change
+            # (an edit re-renders the lenses of the units it moved, as for diagnostics).
+            fragment_key = (uri, encoding, placement)
+            fragment = unit.result.memo.get("lens-json")
+            if fragment is None or fragment[0] != fragment_key:
+                text = ",".join(json.dumps({
+                    "range": convert.json_range_of(lens.start, lens.end),
+                    "command": {"title": lens.title,
+                                "command": SHOW_BLOCKER_COMMAND if lens.blocker
+                                else MAKE_ASYNC_COMMAND,
+                                "arguments": [state.uri, lens.function, lens.nth]}},
+                    ensure_ascii=False) for lens in unit_lenses)
+                fragment = unit.result.memo["lens-json"] = (fragment_key, text)
+            lenses.append(fragment[1])
+        cached = a.memo[key] = "[" + ",".join(x for x in lenses if x) + "]"
+    return cached
+
+
+# -- navigation ---------------------------------------------------------------------------------
+
+def document_symbols(state: DocState, caps: ClientFeatures, encoding: str,
+                     check: Check = _never) -> str:
+    a = state.analysis
+    tree = caps.hierarchical_symbols
+    key = ("symbols", encoding, tree)
+    cached = a.memo.get(key)
+    if cached is not None:
+        return cached
+    index = state.line_index()
+    nodes = features.document_symbols(a)
+    bases: dict = {}
+    kinds = convert.SYMBOL_KINDS
+
+    def ranges(node: features.SymbolNode) -> tuple[dict, dict]:
+        start, end, sel_start, sel_end = features.symbol_places(node, index, encoding, bases)
+        return convert.json_range_of(start, end), convert.json_range_of(sel_start, sel_end)
+
+    out = []
+    n = 0
+    if tree:
+        # DocumentSymbol trees, built without recursion (modules may nest deeply).
+        stack = [(node, out) for node in reversed(nodes)]
+        while stack:
+            n += 1
+            if n % 1024 == 0:
+                check()
+            node, siblings = stack.pop()
+            children: list = []
+            whole, selection = ranges(node)
+            siblings.append({"name": node.name, "detail": node.detail,
+                             "kind": int(kinds[node.kind]), "range": whole,
+                             "selectionRange": selection, "children": children})
+            stack.extend((c, children) for c in reversed(node.children))
+    else:
+        # A client without hierarchy support gets the flat list, each with its container.
+        stack = [(node, None) for node in reversed(nodes)]
+        while stack:
+            n += 1
+            if n % 1024 == 0:
+                check()
+            node, parent = stack.pop()
+            item = {"name": node.name, "kind": int(kinds[node.kind]),
+                    "location": {"uri": state.uri, "range": ranges(node)[0]}}
+            if parent is not None:
+                item["containerName"] = parent
+            out.append(item)
+            stack.extend((c, node.name) for c in reversed(node.children))
+    cached = a.memo[key] = json.dumps(out, ensure_ascii=False)
+    return cached
+
+
+def folding_ranges(state: DocState, caps: ClientFeatures) -> str:
+    found = features.folding_ranges(state.analysis, state.line_index())
+    limit = caps.folding_range_limit
+    if limit is not None:
+        found = found[:max(limit, 0)]
+    return json.dumps([{"startLine": first, "endLine": last, "kind": "region"}
+                       for first, last, _ in found])
+
+
+def locations(state: DocState, spans, encoding: str) -> str:
+    index = state.line_index()
+    return json.dumps([{"uri": state.uri,
+                        "range": convert.json_range(index, s.start, s.end, encoding)}
+                       for s in spans], ensure_ascii=False)
+
+
+def inlay_hints(state: DocState, encoding: str, rng: lsp.Range) -> str:
+    index = state.line_index()
+    start = convert.offset_of(index, rng.start, encoding)
+    end = convert.offset_of(index, rng.end, encoding)
+    hints = []
+    for unit, hint in features.inlay_hints(state.analysis, min(start, end), max(start, end)):
+        p = index.position(unit.base + hint.offset, encoding)
+        item = {"position": {"line": p.line, "character": p.character}, "label": hint.label,
+                "paddingLeft": hint.pad_left, "paddingRight": hint.pad_right}
+        if hint.tooltip is not None:
+            item["tooltip"] = hint.tooltip
+        hints.append(item)
+    return json.dumps(hints, ensure_ascii=False)
