@@ -41,7 +41,7 @@ def estimated_cost(source: str) -> int:
 
 @dataclass(frozen=True)
 class CacheStatistics:
-    live: int  # results some analysis holds
+    live: int  # results alive (held by an analysis or among the recent)
     recent: int  # results held for reuse
     recent_bytes: int  # their estimated cost
     budget: int

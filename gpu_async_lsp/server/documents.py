@@ -29,6 +29,7 @@ class DocState:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     out_of_sync: str | None = None  # why the server's text may differ from the client's
     told_replaced_bytes: bool = False
+    failed_version: int | None = None  # the analysis of this version raised (a bug)
     fix_all: tuple | None = None  # (analysis, (encoding, documentChanges), edit as JSON values)
 
     def line_index(self) -> LineIndex:

@@ -73,6 +73,16 @@ def out_of_sync_diagnostics(uri: str, version: int | None, why: str) -> str:
     return publication(uri, version, json.dumps(d))
 
 
+def internal_error_diagnostics(uri: str, version: int | None, error: str) -> str:
+    """The one finding of a document whose analysis failed (a bug in this server)."""
+    message = (f"gpu-async-lsp could not analyse this document: internal error {error}. "
+               "Please report it with the document; the next change is analysed afresh.")
+    d = {"range": convert.json_range_of((0, 0), (0, 0)), "message": message,
+         "severity": int(lsp.DiagnosticSeverity.Error), "code": "internal-error",
+         "source": SOURCE}
+    return publication(uri, version, json.dumps(d))
+
+
 def publication(uri: str, version: int | None, diagnostics_text: str) -> str:
     """A publishDiagnostics notification of diagnostics given as JSON text."""
     v = "" if version is None else ',"version":' + str(int(version))

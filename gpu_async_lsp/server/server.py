@@ -215,12 +215,19 @@ class GpuAsyncServer(LanguageServer):
                     prepared = await loop.run_in_executor(
                         self.executor, self._prepare, self.analyzer, state, text, version,
                         self.encoding, self.settings.severity)
-                except Exception:  # a bug in the analysis must not stop the server
+                except Exception as error:  # a bug in the analysis must not stop the server
                     log.exception("analysis of %s failed", state.uri)
                     prepared = None
+                    failure = f"{type(error).__name__}: {error}"
                 doc = self.current(state.uri)
                 if doc is None or not self._is_current(state):
                     return
+                if prepared is None and doc.version == version:
+                    # Said, not left to a client that would wait for diagnostics forever;
+                    # requests on this version answer nothing instead of retrying.
+                    state.failed_version = version
+                    self.protocol.send_json_text(responses.internal_error_diagnostics(
+                        state.uri, version, failure))
                 if prepared is not None and doc.version == version and doc.source is text:
                     result, index, publication, allocations = prepared
                     state.analysis, state.index = result, index
@@ -262,7 +269,8 @@ class GpuAsyncServer(LanguageServer):
         deadline = asyncio.get_running_loop().time() + ANALYSIS_TIMEOUT
         while state.analysis is None or state.analysis.version != doc.version \
                 or state.analysis.text is not doc.source:
-            if state.out_of_sync is not None or not self._is_current(state):
+            if state.out_of_sync is not None or not self._is_current(state) \
+                    or state.failed_version == doc.version:
                 return None
             if not state.running:
                 self.schedule(uri)

@@ -369,3 +369,25 @@ class RawServer:
 
 if sys.platform != "linux":  # /proc is where memory is read
     pytestmark = [pytestmark, pytest.mark.skip(reason="needs /proc")]
+
+
+BROKEN_SERVER = [sys.executable, "-c", (
+    "import gpu_async_lsp.ide.analysis as analysis\n"
+    "def broken(self, *args, **kwargs):\n"
+    "    raise RuntimeError('injected by the test')\n"
+    "analysis.Analyzer.analyze = broken\n"
+    "from gpu_async_lsp.cli import main\n"
+    "main(['serve'])\n")]
+
+
+async def test_analysis_that_raises_is_reported_and_requests_answer(start_server):
+    """A bug in the analysis: the client gets one internal-error finding for that version
+    (it used to get nothing, and would wait for diagnostics forever), and requests on it
+    answer at once with nothing."""
+    session = await start_server("vscode", command=BROKEN_SERVER)
+    uri = "file:///e2e/long/broken.mlir"
+    diagnostics = await session.open_and_wait(uri, DOC)
+    assert [d.code for d in diagnostics] == ["internal-error"]
+    assert "injected by the test" in diagnostics[0].message
+    assert await asyncio.wait_for(session.code_actions(uri), 5) == []
+    assert session.alive
