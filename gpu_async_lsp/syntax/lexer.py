@@ -399,13 +399,15 @@ _BLANKS_RE = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
 
 def _trim_end(text: str, s: int, e: int) -> int:
     """End of the unit's last token (blank lines and trailing comments belong to no unit)."""
-    seg = text[s:e]
-    # Comments may hold quotes; strip whole trailing comment lines and blanks only.
+    # Comments may hold quotes; strip whole trailing comment lines and blanks only. Lines are
+    # read backwards, each one once: a unit followed by many comment lines costs their length.
+    end = e
     while True:
-        stripped = seg.rstrip()
-        last_nl = stripped.rfind("\n")
-        last_line = stripped[last_nl + 1 :]
-        if last_line.lstrip().startswith("//"):
-            seg = stripped[: last_nl + 1] if last_nl >= 0 else ""
-            continue
-        return s + len(stripped)
+        nl = text.rfind("\n", s, end)
+        line_start = nl + 1 if nl >= 0 else s
+        line = text[line_start:end].rstrip()
+        if line and not line.lstrip().startswith("//"):
+            return line_start + len(line)
+        if nl < 0:
+            return s
+        end = nl  # a blank or comment-only line, and the line break before it
