@@ -5,7 +5,7 @@
 For each size it generates a host-code file (benchmarks/gen_host.py), then alternates runs of
 both commands on copies of it and prints the median wall time of each, the ratio ours/theirs
 and each one's peak resident memory (from wait4's rusage). The machines are shared and noisy:
-read the ratio, not the absolute times. Targets (issue 2): ratio <= 3 at 50k lines, our peak
+read the ratio, not the absolute times. Targets: ratio <= 3 at 50k lines, our peak
 memory < 400 MB.
 """
 

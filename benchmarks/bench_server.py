@@ -39,7 +39,7 @@ What is measured, per server and per generated host-code file (benchmarks/gen_ho
    hints are checked to lie in the range asked and definitions to point to the right line.
    The last lines of the output sum 5b up: ours vs mlir-lsp-server-22 and the ratio.
 
-Why: issue 3's targets are ratios to `mlir-lsp-server-22`, the MLIR project's server that
+Why: the targets are ratios to `mlir-lsp-server-22`, the MLIR project's server that
 users compare us with (an edit at 50k lines in at most 0.25x its time, at 10k lines in at most
 0.5x; under 400 MB with a 50k-line document open). The machines are shared and noisy, so both
 servers run in the same process tree at the same time, their samples alternate (ABBA order),
@@ -81,7 +81,7 @@ OURS_CMD = [sys.executable, "-m", "gpu_async_lsp", "serve"]
 MLIR_CMD = ["mlir-lsp-server-22"]
 LABELS = {"ours": "ours", "mlir": "mlir-lsp-server-22"}
 
-# Targets of issue 3: edit ratio per size, memory of ours with a 50k-line document open.
+# Targets: edit ratio per size, memory of ours with a 50k-line document open.
 EDIT_TARGETS = {50000: 0.25, 10000: 0.5}
 MEMORY_TARGET_MB = 400
 MEMORY_TARGET_LINES = 50000
@@ -1009,7 +1009,7 @@ def main() -> int:
             if s is not None and s.failed:
                 print(f"    FAILED at {size} lines: {s.failed}")
 
-    print("\nTargets (issue 3)")
+    print("\nTargets")
     for size, target in sorted(EDIT_TARGETS.items()):
         r = edit_ratios.get(size)
         verdict = "not measured" if r is None else ("met" if r <= target else "MISSED")

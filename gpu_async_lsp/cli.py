@@ -1,6 +1,6 @@
 """CLI layer: the `gpu-async-lsp` command (`check`, `tree`, `serve`).
 
-SPEC.md section 6 and issue 2 items 4-5. Sits on top of the analysis and text layers; nothing
+Sits on top of the analysis and text layers; nothing
 imports it. The language server is imported lazily, only by `serve`.
 
 Where output goes:

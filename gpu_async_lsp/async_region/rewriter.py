@@ -16,7 +16,7 @@ op of the block, in order:
    `scf.yield`) gets that `gpu.wait` at its end, before the `}`.
 
 A function is rewritten only if nothing blocks it. The edits only touch the rewritten ops' first
-lines and insert new lines; every other byte stays (STYLE.md, "Edits are planned, not printed").
+lines and insert new lines; every other byte stays (docs/ARCHITECTURE.md, "Invariants").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Test helper: `mlir-opt-22` as the reference for the rewrite (SPEC 2: "That command is the
-reference").
+"""Test helper: `mlir-opt-22` as the reference for the rewrite (the rewrite must equal its pass:
+docs/ARCHITECTURE.md, "Rewrite semantics, in short").
 
 Both sides of a comparison are reprinted by `mlir-opt-22` (generic SSA names, one format), so
 what is compared is the ops, tokens and `gpu.wait`s, not our SSA names or layout. Texts are
@@ -22,7 +22,7 @@ __all__ = ["PASS_PIPELINE", "ChunkResult", "reference", "reprint", "require_mlir
            "run_chunks", "untouched_lines_survive"]
 
 # `builtin.module(func.func(gpu-async-region))` only reaches the functions of the top-level
-# module; SPEC 2 rewrites host functions at any depth of nested modules, so the reference runs
+# module; we rewrite host functions at any depth of nested modules, so the reference runs
 # the same pass on the functions of nested `builtin.module`s too (never inside a gpu.module).
 _PASS = "func.func(gpu-async-region)"
 _NESTING_DEPTH = 4
@@ -86,7 +86,7 @@ def reference(chunks: list[str], *, allow_unregistered: bool = False) -> list[Ch
     return [ChunkResult(a.output if r.ok else None, r.stderr) for r, a in zip(ran, again)]
 
 
-# What the rewrite may insert into an existing line (SPEC 2 and 3): a token result
+# What the rewrite may insert into an existing line: a token result
 # (`%t = ` before the op, `, %t` after its results), `async [%t]` after the op name, `async ` and
 # a dependency into an existing `[...]` list, and a whole `gpu.wait` statement where the op (or
 # a closing brace) shares its line with text before it.
@@ -99,8 +99,8 @@ _INSERTED_LINE = re.compile(r"[ \t]*(%t\d+ = gpu\.wait async|gpu\.wait \[%t\d+\]
 
 def untouched_lines_survive(original: str, fixed: str) -> str | None:
     """Every line of `original` survives in `fixed` byte for byte and in order, except that the
-    rewrite may insert whole `gpu.wait` lines and insert (never remove) token text into a line
-    (SPEC 3). Lines are compared with their endings: CRLF stays CRLF, a missing final newline
+    rewrite may insert whole `gpu.wait` lines and insert (never remove) token text into a line.
+    Lines are compared with their endings: CRLF stays CRLF, a missing final newline
     stays missing. Returns a description of the first violation, or None.
     """
     orig = original.splitlines(keepends=True)

@@ -13,7 +13,7 @@ collide with the rewrite's fresh names (`%t0`, `%t3`, ...).
 
 Every program is meant to parse in `mlir-opt-22` (a test checks it), to contain no op that blocks
 the rewrite (no `gpu.wait`, no already-async op, no `gpu.launch`, no generic GPU op) and no
-`async.execute` (SPEC 2: its later phases are not done), so that the rewrite must equal the
+`async.execute` (the pass's phases for it are not done), so that the rewrite must equal the
 reference pass on every function.
 
 Shapes that hit known parser bugs are left out unless `parser_bug_shapes=True` (see

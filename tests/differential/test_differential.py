@@ -1,8 +1,8 @@
 """Differential tests: `fix_text` on random GPU host programs against `mlir-opt-22`'s own pass.
 
-SPEC 2: the rewrite of a function must equal what
+The rewrite of a function must equal what
 `mlir-opt-22 --pass-pipeline='builtin.module(func.func(gpu-async-region))'` produces, up to SSA
-names and formatting; SPEC 3: every byte the rewrite does not mean to change stays.
+names and formatting; every byte the rewrite does not mean to change stays.
 
 The programs come from `program_generator.py` (seeded, so a failure names the seed that
 reproduces it). All programs go through `mlir-opt-22` in four invocations

@@ -6,7 +6,7 @@ the same change events it sends, every `publishDiagnostics` in arrival order, an
 offsets to positions in the encoding the server negotiated, with its own converter (it must not
 share the server's, or both could be wrong the same way).
 
-The reference for every rewrite is the CLI: `check --fix -` (SPEC 6).
+The reference for every rewrite is the CLI: `check --fix -`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Code actions: per function, as the quick fix of its hint, and for the whole file; their
-edits give exactly what `check --fix` gives, and what `mlir-opt-22`'s pass gives (issue 3,
-item 4)."""
+edits give exactly what `check --fix` gives, and what `mlir-opt-22`'s pass gives."""
 
 from __future__ import annotations
 

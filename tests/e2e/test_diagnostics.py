@@ -1,5 +1,5 @@
-"""Diagnostics as SPEC 4 words them, published on open, with the document's version, and
-cleared on close (issue 3, items 2 and 3)."""
+"""Diagnostics worded as in findings.py, published on open, with the document's version, and
+cleared on close."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ async def test_diagnostics_sync_gpu_ops_hint_on_function_name(server, uri):
     ("untitled:Untitled-1", "mlir"),
 ], ids=["mlir_uri_other_language", "mlir_language_other_uri", "untitled_mlir"])
 async def test_diagnostics_mlir_language_or_uri_diagnosed(server, doc_uri, language_id):
-    """Language id `mlir` or a `*.mlir` URI is enough (issue 3, item 2)."""
+    """Language id `mlir` or a `*.mlir` URI is enough."""
     uri = doc_uri.replace("e2e/", f"e2e/{server.client_name}/").replace(
         "Untitled-1", f"Untitled-{server.client_name}")
     server.open(uri, WAIT_DOC, language_id=language_id)

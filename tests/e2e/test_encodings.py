@@ -1,5 +1,5 @@
 """Positions in the negotiated encoding (UTF-8 for Neovim, UTF-16 for VS Code, UTF-32 for
-eglot), for every range the server sends and reads, and CRLF documents (issue 3, item 5)."""
+eglot), for every range the server sends and reads, and CRLF documents."""
 
 from __future__ import annotations
 

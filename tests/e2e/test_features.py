@@ -1,4 +1,4 @@
-"""Code lens, inlay hints, hover and navigation over the real protocol (issue 5): each feature
+"""Code lens, inlay hints, hover and navigation over the real protocol: each feature
 with the capability sets of VS Code, Neovim 0.11 and a minimal client, positions checked in
 the encoding each negotiates (the document has non-ASCII text before the positions)."""
 

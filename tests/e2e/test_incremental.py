@@ -1,5 +1,5 @@
 """Incremental edits: diagnostics follow each change, carry its version, and a result for an
-older version is never published after a newer one (issue 3, item 2)."""
+older version is never published after a newer one."""
 
 from __future__ import annotations
 

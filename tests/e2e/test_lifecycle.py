@@ -1,4 +1,4 @@
-"""Start-up, capabilities and shutdown of the real server process (issue 3, items 1 and 6)."""
+"""Start-up, capabilities and shutdown of the real server process."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ async def test_initialize_position_encoding_first_supported_of_client(shared_ser
 @pytest.mark.parametrize("args", [["serve", "--stdio"], ["--stdio"], []],
                          ids=["serve_stdio", "stdio_alone", "no_arguments"])
 async def test_serve_stdio_flag_accepted_serves_lsp(start_server, uri, args):
-    """VS Code's language client appends `--stdio` to the server command (FIELD-NOTES); with
-    no arguments at all the command serves too (issue 3, item 1)."""
+    """VS Code's language client appends `--stdio` to the server command; with
+    no arguments at all the command serves too."""
     session = await start_server(
         "vscode", command=[sys.executable, "-m", "gpu_async_lsp", *args])
     diagnostics = await session.open_and_wait(uri, SYNC_DOC)

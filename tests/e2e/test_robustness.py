@@ -1,6 +1,5 @@
 """Bad input never crashes the server: each case gets a sane answer (an empty result, an error
-response, a syntax diagnostic) and the server still answers the next request correctly
-(issue 3, item 6).
+response, a syntax diagnostic) and the server still answers the next request correctly.
 
 The servers are the session's shared ones (a server that a bad input crashed is replaced before
 the next test), so a bad input also meets a server that has already served other tests.

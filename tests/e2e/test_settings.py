@@ -1,6 +1,6 @@
 """Settings `strict` and per-code `severity`, from initializationOptions and
 workspace/didChangeConfiguration, directly or under "gpuAsyncLsp"; invalid settings: one
-warning, defaults used (issue 3, item 3)."""
+warning, defaults used."""
 
 from __future__ import annotations
 

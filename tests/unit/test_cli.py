@@ -1,4 +1,4 @@
-"""`gpu-async-lsp check`, `tree`, `serve` and `--version` (SPEC.md section 6, issue 2 items 4-5).
+"""`gpu-async-lsp check`, `tree`, `serve` and `--version`.
 
 Most tests call `main([...])` in-process and read stdout/stderr with capsys; a few run the real
 command (`python -m gpu_async_lsp`) in a subprocess.

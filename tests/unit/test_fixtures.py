@@ -21,7 +21,7 @@ Directives, as comments:
 - on the first line, `// gpu-async-fixture: strict` (analyze in strict scope) and/or
   `allow-unregistered-dialect` (for mlir-opt-22);
 - in a chunk, `// gpu-async-fixture: no-reference <why>`: mlir-opt-22's pass is not the reference
-  for this chunk (a documented divergence, SPEC 2);
+  for this chunk (a known divergence, explained by `<why>`);
 - in a chunk, `// gpu-async-fixture: not-mlir <why>`: the chunk is not valid MLIR on purpose
   (e.g. a region on a GPU op), so mlir-opt-22 is not asked about it.
 
@@ -303,7 +303,7 @@ def test_golden_fixture_fix_matches_mlir_opt_pass(path: Path):
     mlir_reference.require_mlir_opt()
     fx = load_fixture(path)
     fixed = fix_text(fx.text)
-    # A file with a syntax error is not rewritten at all (SPEC 6), so nothing is compared.
+    # A file with a syntax error is not rewritten at all, so nothing is compared.
     compare = not analyze(fx.text).has_syntax_errors
     problems = check_against_mlir_opt(plan_chunks(fx, fixed), fx.allow_unregistered, compare)
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
@@ -328,7 +328,7 @@ def test_golden_expected_output_matches_mlir_opt_pass(path: Path):
 
 
 def test_golden_fixtures_cover_every_finding_code():
-    """Every finding code of SPEC 4 is expected somewhere, in default and in strict scope."""
+    """Every finding code (`F.CODES`) is expected somewhere, in default and in strict scope."""
     seen: dict[bool, set[str]] = {False: set(), True: set()}
     for path in fixture_paths():
         if path.name in XFAIL:

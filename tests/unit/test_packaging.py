@@ -59,7 +59,7 @@ def test_grammar_builds_with_lark_strict_mode():
     build_parser(strict=True)  # raises on any LALR conflict or terminal collision
 
 
-# Which package modules each layer may import (STYLE.md, "Layers").
+# Which package modules each layer may import (docs/ARCHITECTURE.md, "Code map").
 ALLOWED = {
     "op_tables": set(),
     "text": set(),
