@@ -363,7 +363,10 @@ def _op_starts(text: str, start: int, end: int, starts: list[int]) -> None:
 
 def _continues(text: str, unit_start: int, line_break: int) -> bool:
     """Does the line before `line_break` end inside an unfinished op (`,` `(` `=` `->` `:`)?"""
-    line_begin = text.rfind("\n", unit_start, line_break) + 1
+    # The unit's own first line starts at the unit (not at the start of the text, which would
+    # make every one-line unit cost the whole text before it).
+    nl = text.rfind("\n", unit_start, line_break)
+    line_begin = nl + 1 if nl >= 0 else unit_start
     line = text[line_begin:line_break]
     cut = _comment_start(line)
     if cut is not None:
