@@ -32,7 +32,7 @@ import urllib.parse
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region import analyze
-from gpu_async_lsp.async_region.rewriter import findings_after_fix
+from gpu_async_lsp.async_region.rewriter import ORIGINAL, SEMANTICS, findings_after_fix
 from gpu_async_lsp.parallel import analyze_in_shares
 from gpu_async_lsp.server import build_arg_parser as build_serve_parser
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
@@ -91,6 +91,7 @@ class CheckOptions:
     fix: bool = False
     diff: bool = False
     strict: bool = False
+    semantics: str = ORIGINAL
     # Processes one big buffer may be shared among (files checked in turn only: the workers of
     # a file pool do not fork again).
     buffer_jobs: int = 1
@@ -184,7 +185,7 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     """
     with gc_paused():
         findings, edits, rewritten, syntax_errors = analyze_in_shares(
-            text, options.strict, options.buffer_jobs)
+            text, options.strict, options.buffer_jobs, options.semantics)
         fixed = text
         if (options.fix or options.diff) and not syntax_errors:
             fixed, findings = findings_after_fix(text, findings, edits, rewritten)
@@ -457,7 +458,8 @@ def _run_parallel(files, displays, options, jobs, on_result, progress):
 
 
 def run_check(args, stdin, stdout, stderr) -> int:
-    options = CheckOptions(fix=args.fix, diff=args.diff, strict=args.strict)
+    options = CheckOptions(fix=args.fix, diff=args.diff, strict=args.strict,
+                           semantics=args.semantics)
     paths = args.paths or ([STDIN] if args.stdin_filename else ["."])
     if STDIN in paths and len(paths) > 1:
         print(f"{PROG} check: error: '-' (stdin) cannot be combined with other paths",
@@ -652,6 +654,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "stderr) and write nothing; exit 1 if there is a diff")
     check.add_argument("--strict", action="store_true",
                        help="report blockers in every func.func, as the pass would fail")
+    check.add_argument("--semantics", choices=SEMANTICS, default=ORIGINAL,
+                       help="which pass the rewrite follows: original (the default: the 2020 "
+                            "pass, which refuses pre-existing gpu.wait and async ops) or "
+                            "llvm22 (LLVM 22's, which threads the token through them)")
     check.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                        help="text (default), json, github (workflow commands; hints are "
                             "omitted) or sarif (2.1.0)")

@@ -14,6 +14,7 @@ import pickle
 
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import Finding
+from gpu_async_lsp.async_region.rewriter import ORIGINAL
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.syntax.parser import (
     LeafShare,
@@ -29,9 +30,10 @@ MIN_PARALLEL_CHARS = 400_000
 ShareResult = tuple[list[Finding], list[TextEdit], set[tuple[int, int]], bool]
 
 
-def _analyze_share(text: str, lo: int, hi: int | None, strict: bool,
+def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, semantics: str,
                    layout=None) -> ShareResult:
-    analysis = analyze(parse_document(text, LeafShare(lo, hi), layout), strict=strict)
+    analysis = analyze(parse_document(text, LeafShare(lo, hi), layout), strict=strict,
+                       semantics=semantics)
     return (analysis.findings, analysis.edits(), analysis.rewritten_anchors(),
             analysis.has_syntax_errors)
 
@@ -49,26 +51,27 @@ def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
 
 
-def analyze_in_shares(text: str, strict: bool, jobs: int) -> ShareResult:
+def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGINAL
+                      ) -> ShareResult:
     """Findings, edits, rewritten-function anchors and whether any syntax error was found."""
     if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or "fork" not in multiprocessing.get_all_start_methods():
-        return _analyze_share(text, 0, None, strict)
+        return _analyze_share(text, 0, None, strict, semantics)
     layout = split_document(text)
     sizes = leaf_unit_sizes(layout)
     shares = _shares(sizes, min(jobs, max(1, len(sizes))))
     if len(shares) < 2:
-        return _analyze_share(text, 0, None, strict, layout)
+        return _analyze_share(text, 0, None, strict, semantics, layout)
     build_parser_once()  # before the fork, so that no process builds it again
     ctx = multiprocessing.get_context("fork")
     children = []
     for lo, hi in shares[1:]:
         reader, writer = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(writer, text, lo, hi, strict, layout),
+        proc = ctx.Process(target=_child, args=(writer, text, lo, hi, strict, semantics, layout),
                            daemon=True)
         proc.start()
         writer.close()
         children.append((proc, reader))
-    results = [_analyze_share(text, *shares[0], strict, layout)]
+    results = [_analyze_share(text, *shares[0], strict, semantics, layout)]
     for proc, reader in children:
         try:
             results.append(pickle.loads(reader.recv_bytes()))
@@ -91,9 +94,10 @@ def analyze_in_shares(text: str, strict: bool, jobs: int) -> ShareResult:
     return ordered, edits, anchors, errors
 
 
-def _child(writer, text: str, lo: int, hi: int | None, strict: bool, layout) -> None:
+def _child(writer, text: str, lo: int, hi: int | None, strict: bool, semantics: str,
+           layout) -> None:
     try:
-        writer.send_bytes(pickle.dumps(_analyze_share(text, lo, hi, strict, layout)))
+        writer.send_bytes(pickle.dumps(_analyze_share(text, lo, hi, strict, semantics, layout)))
     finally:
         writer.close()
         os._exit(0)  # skip the heap teardown (see cli.entry)

@@ -33,6 +33,12 @@ from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_termi
 from gpu_async_lsp.syntax import Block, Document, Op, parse_document
 
 TOKEN_TYPE = "!gpu.async.token"
+
+# Which pass the rewrite follows: the 2020 pass (refuses pre-existing `gpu.wait`s and async ops)
+# or LLVM 22's, which threads the current token into them.
+ORIGINAL = "original"
+LLVM22 = "llvm22"
+SEMANTICS = (ORIGINAL, LLVM22)
 HOST_FUNCTION = "func.func"
 DEVICE_CONTAINERS = frozenset({"gpu.module", "gpu.func"})
 
@@ -58,6 +64,24 @@ def is_already_async(op: Op) -> bool:
     if op.gpu is not None and op.gpu.async_kw is not None:
         return True
     return bool(op.result_types and TOKEN_TYPE in op.result_types)
+
+
+def value_name(ref) -> str:
+    """An SSA use as written: `%x` or `%x#1`."""
+    return ref.name if ref.index is None else f"{ref.name}#{ref.index}"
+
+
+def dependency_names(op: Op) -> list[str]:
+    """The tokens in the op's `[...]` dependency list, as written."""
+    return [value_name(d) for d in op.gpu.deps] if op.gpu is not None else []
+
+
+def token_result(op: Op) -> str | None:
+    """The name a use gives the op's `!gpu.async.token` result (its last result)."""
+    if not op.results:
+        return None
+    last = op.results[-1]
+    return last.name if last.count == 1 else f"{last.name}#{last.count - 1}"
 
 
 def is_sync_async_op(op: Op) -> bool:
@@ -107,6 +131,20 @@ class AsyncStep:
     fresh_wait: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ThreadStep:
+    """LLVM 22's `ThreadTokenCallback` on an op that has a token of its own (a pre-existing
+    `gpu.wait`, or a GPU op that is already async): `dependency` is added to its list (None
+    when none is current, or when it is there already; from a `gpu.wait async` inserted
+    before the op when `fresh_wait`), and its own `token` becomes current (None: a
+    synchronous `gpu.wait`, after which no token is current)."""
+
+    op: Op
+    dependency: str | None
+    token: str | None
+    fresh_wait: bool
+
+
 # Why a host synchronization goes before an op (the pass's condition, in its own terms).
 TERMINATOR = "terminator"
 SIDE_EFFECTS = "side-effects"
@@ -133,7 +171,8 @@ class FunctionRewrite:
     sync_ops: list[Op] = field(default_factory=list)
     blockers: list[Finding] = field(default_factory=list)
     edits: list[TextEdit] = field(default_factory=list)
-    steps: list[AsyncStep | WaitStep] = field(default_factory=list)  # in the walk's order
+    steps: list[AsyncStep | WaitStep | ThreadStep] = field(default_factory=list)  # walk order
+    semantics: str = ORIGINAL
 
     @property
     def rewritable(self) -> bool:
@@ -150,6 +189,7 @@ class ThreadTokenWalker:
     def __init__(self, text: str, rewrite: FunctionRewrite):
         self.text = text
         self.rw = rewrite
+        self.llvm22 = rewrite.semantics == LLVM22
         self.names = NameAllocator(_used_names(text, rewrite.func))
         self.current_token: str | None = None
 
@@ -185,7 +225,11 @@ class ThreadTokenWalker:
             self.block(op, F.LAUNCH_NOT_OUTLINED, op_error(name, "replace with gpu.launch_func first"))
             return
         if name == "gpu.wait":
-            self.block(op, F.PRE_EXISTING_WAIT, op_error(name, "unexpected pre-existing gpu.wait"))
+            if self.llvm22:
+                self.thread_into_wait(op)
+            else:
+                self.block(op, F.PRE_EXISTING_WAIT,
+                           op_error(name, "unexpected pre-existing gpu.wait"))
             return
         if is_async_interface_op(name):
             self.rewrite_async_op(op)
@@ -200,17 +244,16 @@ class ThreadTokenWalker:
 
     def rewrite_async_op(self, op: Op) -> None:
         if is_already_async(op):
-            self.block(op, F.ALREADY_ASYNC, op_error(op.name, "is already async"))
+            if self.llvm22:
+                self.thread_into_async_op(op)
+            else:
+                self.block(op, F.ALREADY_ASYNC, op_error(op.name, "is already async"))
             return
-        if op.regions:
+        if op.regions and not self.llvm22:  # LLVM 22 clones the regions into the async op
             self.block(op, F.ASYNC_OP_WITH_REGIONS, op_error(op.name, "regions are not supported"))
             return
         self.rw.sync_ops.append(op)
-        if op.generic or op.gpu is None:
-            self.block(op, F.UNSUPPORTED_FORM,
-                       f"'{op.name}' op in generic form cannot be rewritten in place; "
-                       "write it in its custom form" if op.generic else
-                       f"'{op.name}' op cannot be rewritten in place")
+        if not self.editable(op):
             return
         fresh = self.current_token is None
         if fresh:
@@ -225,15 +268,67 @@ class ThreadTokenWalker:
             edits.append(TextEdit(op.results_end, op.results_end, f", {token}"))
         else:
             edits.append(TextEdit(op.start, op.start, f"{token} = "))
-        # `async [dep]` right after the op name; an existing dependency list keeps its place.
+        # `async [dep]` right after the op name; an existing dependency list keeps its place
+        # and gets `dep` in front, unless it holds it already (`addAsyncDependency`).
         g = op.gpu
         if g.deps_open is not None:
             edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
-            sep = ", " if g.deps else ""
-            edits.append(TextEdit(g.deps_open + 1, g.deps_open + 1, f"{dep}{sep}"))
+            if dep not in dependency_names(op):
+                sep = ", " if g.deps else ""
+                edits.append(TextEdit(g.deps_open + 1, g.deps_open + 1, f"{dep}{sep}"))
         else:
             edits.append(TextEdit(op.name_end, op.name_end, f" async [{dep}]"))
         self.current_token = token
+
+    def editable(self, op: Op) -> bool:
+        """Whether the op's custom form is there to edit; else an unsupported-form blocker."""
+        if op.generic or op.gpu is None:
+            self.block(op, F.UNSUPPORTED_FORM,
+                       f"'{op.name}' op in generic form cannot be rewritten in place; "
+                       "write it in its custom form" if op.generic else
+                       f"'{op.name}' op cannot be rewritten in place")
+            return False
+        return True
+
+    # -- LLVM 22: ops with a token of their own --------------------------------------------
+
+    def thread_into_wait(self, op: Op) -> None:
+        """A pre-existing `gpu.wait` gets the current token as a dependency; its own token
+        (`gpu.wait async`) becomes current, or none is (a synchronous `gpu.wait`)."""
+        if not self.editable(op):
+            return
+        dep = self.add_async_dependency(op, self.current_token)
+        token = token_result(op) if op.gpu.async_kw is not None else None
+        self.rw.steps.append(ThreadStep(op, dep, token, False))
+        self.current_token = token
+
+    def thread_into_async_op(self, op: Op) -> None:
+        """An already-async GPU op depends on the current token too (a `gpu.wait async` makes
+        one when there is none); its own token becomes current."""
+        if not self.editable(op):
+            return
+        fresh = self.current_token is None
+        if fresh:
+            self.current_token = self.names.fresh()
+            self.create_wait_before(op, f"{self.current_token} = gpu.wait async")
+        dep = self.add_async_dependency(op, self.current_token)
+        token = token_result(op)
+        self.rw.steps.append(ThreadStep(op, dep, token, fresh))
+        self.current_token = token
+
+    def add_async_dependency(self, op: Op, token: str | None) -> str | None:
+        """`addAsyncDependency`: `token` in front of the op's dependency list, unless it is in
+        it already; the dependency added, or None."""
+        if token is None or token in dependency_names(op):
+            return None
+        g = op.gpu
+        if g.deps_open is not None:
+            sep = ", " if g.deps else ""
+            self.rw.edits.append(TextEdit(g.deps_open + 1, g.deps_open + 1, f"{token}{sep}"))
+        else:
+            at = g.async_kw[1] if g.async_kw is not None else op.name_end
+            self.rw.edits.append(TextEdit(at, at, f" [{token}]"))
+        return token
 
     # -- findings and edits --------------------------------------------------------------------
 
@@ -359,9 +454,9 @@ def host_functions(doc: Document):
                 work.extend(reversed(block.ops))
 
 
-def analyze_function(text: str, func: Op) -> FunctionRewrite:
+def analyze_function(text: str, func: Op, semantics: str = ORIGINAL) -> FunctionRewrite:
     name = func.symbol_name.path[0] if func.symbol_name else "@<anonymous>"
-    rw = FunctionRewrite(func, name)
+    rw = FunctionRewrite(func, name, semantics=semantics)
     ThreadTokenWalker(text, rw).visit_blocks(func)
     return rw
 
@@ -370,8 +465,10 @@ def _plural(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
-def analyze(source: str | Document, strict: bool = False) -> Analysis:
-    """Findings and planned edits for a buffer (or an already parsed document)."""
+def analyze(source: str | Document, strict: bool = False,
+            semantics: str = ORIGINAL) -> Analysis:
+    """Findings and planned edits for a buffer (or an already parsed document), with the
+    rules of the `semantics` pass (ORIGINAL or LLVM22)."""
     doc = parse_document(source) if isinstance(source, str) else source
     text = doc.text
     findings: list[Finding] = [
@@ -380,7 +477,7 @@ def analyze(source: str | Document, strict: bool = False) -> Analysis:
     ]
     functions = []
     for func in host_functions(doc):
-        rw = analyze_function(text, func)
+        rw = analyze_function(text, func, semantics)
         functions.append(rw)
         if rw.blockers and (strict or rw.has_work):
             related = tuple(
@@ -403,9 +500,9 @@ def analyze(source: str | Document, strict: bool = False) -> Analysis:
     return Analysis(doc, findings, functions, strict)
 
 
-def fix_text(text: str) -> str:
+def fix_text(text: str, semantics: str = ORIGINAL) -> str:
     """The buffer with every rewritable function rewritten (unchanged if it has syntax errors)."""
-    a = analyze(text)
+    a = analyze(text, semantics=semantics)
     if a.has_syntax_errors:
         return text
     return a.fixed_text()

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 
 from gpu_async_lsp.async_region import Finding, Related, analyze
 from gpu_async_lsp.async_region import findings as F
-from gpu_async_lsp.async_region.rewriter import FunctionRewrite, hint_anchor
+from gpu_async_lsp.async_region.rewriter import (
+    LLVM22,
+    ORIGINAL,
+    FunctionRewrite,
+    analyze_function,
+    hint_anchor,
+)
 from gpu_async_lsp.edits import TextEdit, apply_edits
 from gpu_async_lsp.ide.cache import UnitCache
 from gpu_async_lsp.text import LineIndex
@@ -52,6 +58,14 @@ class FunctionInfo:
     first_blocker: str | None
     edits: tuple[TextEdit, ...]
     blocker_span: tuple[int, int] | None = None  # where the first blocker is
+    # A function the original pass refuses only for its pre-existing gpu.waits or async ops:
+    # LLVM 22's rewrite of it (the quick fix of those blockers), else empty.
+    llvm22_edits: tuple[TextEdit, ...] = ()
+    blocker_spans: tuple[tuple[int, int], ...] = ()  # every blocker, in text order
+
+    @property
+    def llvm22_fixable(self) -> bool:
+        return bool(self.llvm22_edits)
 
 
 class UnitResult:
@@ -162,6 +176,7 @@ class DocumentAnalysis:
     containers: list[Container] = dataclasses.field(default_factory=list)
     chunks: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     memo: dict = dataclasses.field(default_factory=dict)  # per-version request results
+    semantics: str = ORIGINAL
 
     def unit_at(self, offset: int) -> PlacedUnit | None:
         """The unit whose text holds `offset` (its end included)."""
@@ -232,25 +247,41 @@ def _shift_function(fn: FunctionInfo, delta: int) -> FunctionInfo:
         fn, start=fn.start + delta, end=fn.end + delta,
         anchor=(fn.anchor[0] + delta, fn.anchor[1] + delta),
         blocker_span=(span[0] + delta, span[1] + delta) if span else None,
-        edits=tuple(TextEdit(e.start + delta, e.end + delta, e.new_text) for e in fn.edits))
+        edits=tuple(TextEdit(e.start + delta, e.end + delta, e.new_text) for e in fn.edits),
+        llvm22_edits=tuple(TextEdit(e.start + delta, e.end + delta, e.new_text)
+                           for e in fn.llvm22_edits),
+        blocker_spans=tuple((s + delta, e + delta) for s, e in fn.blocker_spans))
 
 
-def _function_info(fn: FunctionRewrite, anchor: tuple[int, int]) -> FunctionInfo:
+# What LLVM 22's pass threads through where the original one refuses.
+LLVM22_THREADS = frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC, F.ASYNC_OP_WITH_REGIONS})
+
+
+def _function_info(source: str, fn: FunctionRewrite, anchor: tuple[int, int]) -> FunctionInfo:
     first = fn.blockers[0] if fn.blockers else None
+    llvm22: tuple[TextEdit, ...] = ()
+    if fn.semantics == ORIGINAL and fn.has_work and fn.blockers \
+            and {b.code for b in fn.blockers} <= LLVM22_THREADS:
+        other = analyze_function(source, fn.func, LLVM22)
+        if other.rewritable:
+            llvm22 = tuple(other.edits)
     return FunctionInfo(fn.name, fn.func.start, fn.func.end, anchor, len(fn.sync_ops),
                         fn.rewritable, first.message if first else None,
                         tuple(fn.edits) if fn.rewritable else (),
-                        (first.start, first.end) if first else None)
+                        (first.start, first.end) if first else None, llvm22,
+                        tuple((b.start, b.end) for b in fn.blockers))
 
 
 class Analyzer:
     """Analyses documents with the given settings; unit results are kept in `cache`, which
     analyzers of other settings may share (the settings are part of each key)."""
 
-    def __init__(self, strict: bool = False, cache: UnitCache | None = None):
+    def __init__(self, strict: bool = False, cache: UnitCache | None = None,
+                 semantics: str = ORIGINAL):
         self.strict = strict
+        self.semantics = semantics
         self.cache = cache if cache is not None else UnitCache()
-        self._options = (strict,)
+        self._options = (strict, semantics)
         self.last_allocations = 0
 
     def analyze(self, text: str, version: int | None = None,
@@ -265,7 +296,8 @@ class Analyzer:
 
     def _analyze(self, text: str, version: int | None,
                  previous: DocumentAnalysis | None) -> DocumentAnalysis:
-        if previous is not None and previous.text is not text and previous.strict == self.strict:
+        if previous is not None and previous.text is not text and previous.strict == self.strict \
+                and previous.semantics == self.semantics:
             quick = self._reuse(text, version, previous)
             if quick is not None:
                 return quick
@@ -279,7 +311,7 @@ class Analyzer:
             errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed,
                                   containers)
         return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
-                                containers, chunks)
+                                containers, chunks, semantics=self.semantics)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
                findings: list, placed: list, containers: list) -> bool:
@@ -347,7 +379,7 @@ class Analyzer:
         chunks = [(s + delta, e + delta) if s >= old_end else (s, e + delta if e >= old_end else e)
                   for s, e in previous.chunks]
         result = DocumentAnalysis(version, text, placed, headers, errors, self.strict,
-                                  containers, chunks)
+                                  containers, chunks, semantics=self.semantics)
         # Results derived from the whole document that a change of some units may leave valid
         # (server/features.py decides): offered to the new analysis with the indices of the
         # units changed since they were made (versions nobody asked about pass them on).
@@ -365,7 +397,7 @@ class Analyzer:
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        result = analyze_unit(source, dialect, device, self.strict)
+        result = analyze_unit(source, dialect, device, self.strict, self.semantics)
         self.cache.put(key, result)
         return result
 
@@ -404,7 +436,8 @@ def changed_span(old: str, new: str) -> tuple[int, int, int]:
     return prefix, len(old) - lo, len(new) - lo
 
 
-def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool) -> UnitResult:
+def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
+                 semantics: str = ORIGINAL) -> UnitResult:
     """Findings and functions of one leaf unit, given as its own text (offsets relative)."""
     items, issue = parse_unit_tokens(source, tokenize_lines(source, 0, len(source), OP_WORDS),
                                      dialect, len(source))
@@ -412,8 +445,9 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool) -
     chunk = Chunk(0, len(source), [] if device else list(ops))  # device code: syntax only
     if issue is not None:
         chunk.errors.append(issue)
-    analysis = analyze(Document(source, [chunk]), strict=strict)
-    functions = tuple(_function_info(fn, hint_anchor(fn.func)) for fn in analysis.functions)
+    analysis = analyze(Document(source, [chunk]), strict=strict, semantics=semantics)
+    functions = tuple(_function_info(source, fn, hint_anchor(fn.func))
+                      for fn in analysis.functions)
     return UnitResult(source, tuple(analysis.findings), functions, issue is not None, ops,
                       tuple(analysis.functions))
 

@@ -111,8 +111,10 @@ class GpuAsyncServer(LanguageServer):
         settings, problems = parse_settings(raw)
         if problems:
             self.show_warning("invalid settings, defaults used for: " + "; ".join(problems))
-        if settings.strict != self.settings.strict:
-            self.analyzer = Analyzer(strict=settings.strict, cache=self.cache)
+        if (settings.strict, settings.semantics) != (self.settings.strict,
+                                                     self.settings.semantics):
+            self.analyzer = Analyzer(strict=settings.strict, semantics=settings.semantics,
+                                     cache=self.cache)
         self.settings = settings
 
     def show_warning(self, message: str) -> None:

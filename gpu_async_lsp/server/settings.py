@@ -3,7 +3,8 @@
 Accepted either as the options object itself or under a "gpuAsyncLsp" key (VS Code sends the
 section of its configuration):
 
-    {"strict": false, "severity": {"pre-existing-wait": "warning"}, "debounce": 0}
+    {"strict": false, "semantics": "original", "severity": {"pre-existing-wait": "warning"},
+     "debounce": 0}
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
+from gpu_async_lsp.async_region.rewriter import ORIGINAL, SEMANTICS
 
 SECTION = "gpuAsyncLsp"
 _SEVERITIES = {"error": Severity.ERROR, "warning": Severity.WARNING,
@@ -23,6 +25,7 @@ class Settings:
     strict: bool = False
     severity: dict[str, Severity] = field(default_factory=lambda: dict(DEFAULT_SEVERITY))
     debounce_ms: int = 0  # optional delay before analysing a change; 0 = as soon as possible
+    semantics: str = ORIGINAL  # which pass the rewrite follows: "original" or "llvm22"
 
 
 def parse_settings(raw) -> tuple[Settings, list[str]]:
@@ -55,4 +58,8 @@ def parse_settings(raw) -> tuple[Settings, list[str]]:
     if isinstance(debounce, bool) or not isinstance(debounce, int) or not 0 <= debounce <= 10_000:
         problems.append(f"'debounce' must be a number of milliseconds (0-10000), not {debounce!r}")
         debounce = 0
-    return Settings(strict, severity, debounce), problems
+    semantics = raw.get("semantics", ORIGINAL)
+    if semantics not in SEMANTICS:
+        problems.append(f"'semantics' must be one of {', '.join(SEMANTICS)}, not {semantics!r}")
+        semantics = ORIGINAL
+    return Settings(strict, severity, debounce, semantics), problems
