@@ -271,13 +271,64 @@ def _fine_line(text: str, pos: int, end: int, out: list) -> int:
 
 # --- units ---------------------------------------------------------------------------------------
 
-# Each match skips a run of uninteresting characters first (a tight loop in C), then takes a
-# comment, a string, file metadata or a brace.
-_BRACE_RE = re.compile(
-    r'[^{}"/]*+(?:(?P<comment>//[^\n]*)|(?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*")'
-    r"|(?P<meta>\{-#.*?#-\})|(?P<open>\{)|(?P<close>\})|/|\Z)",
-    re.DOTALL,
-)
+
+def _brace_re(strings: bool, metadata: bool) -> re.Pattern:
+    """Each match skips a run of uninteresting characters first (a tight loop in C), then takes
+    a comment, a string, file metadata, a brace or a lone `/` or `"`: it matches wherever it is
+    tried, so that finditer never retries at the next character. Without `strings` a `"` is
+    only a character; without `metadata` neither is `{-#`."""
+    return re.compile(
+        r'[^{}"/]*+(?:(?P<comment>//[^\n]*)'
+        + (r'|(?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*")' if strings else "")
+        + (r"|(?P<meta>\{-#.*?#-\})" if metadata else "")
+        + r'|(?P<open>\{)|(?P<close>\})|/|(?P<quote>")|\Z)',
+        re.DOTALL,
+    )
+
+
+_BRACE_RES = {(s, m): _brace_re(s, m) for s in (True, False) for m in (True, False)}
+# What a string that does not close runs over: up to the end of its line (or of the text).
+_OPEN_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*', re.DOTALL)
+
+
+def _braces(text: str, start: int, end: int):
+    """(`{` or `}`, offset) of the braces of text[start:end] outside comments, strings and
+    file metadata.
+
+    Two cases would make a plain scan quadratic, and are read once each instead: a `{-#` that
+    no `#-}` closes (none after it is closed either, so metadata is no longer looked for), and
+    a `"` that no `"` closes: every `"` it runs over is escaped inside it and opens no string
+    either, so strings are looked for again only after it (the text in between is scanned for
+    braces and comments as before)."""
+    strings = metadata = True
+    string_end = -1  # while `strings` is off: where the string that did not close stops
+    pos = start
+    while True:
+        for m in _BRACE_RES[strings, metadata].finditer(text, pos, end):
+            kind = m.lastgroup
+            if kind == "open":
+                at = m.end() - 1
+                yield "{", at
+                if metadata and text.startswith("{-#", at):
+                    metadata = False  # metadata was tried here and found no `#-}`
+                    pos = m.end()
+                    break
+            elif kind == "close":
+                yield "}", m.end() - 1
+            elif kind == "quote":
+                at = m.end() - 1
+                if strings:
+                    strings = False
+                    string_end = _OPEN_STRING_RE.match(text, at, end).end()
+                    pos = m.end()
+                    break
+                if at >= string_end:
+                    strings = True
+                    pos = at
+                    break
+        else:
+            return
+
 
 _OP_START = (
     r'(?:%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?[ \t]*(?:,[ \t]*%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?[ \t]*)*=)'
@@ -325,18 +376,17 @@ def _split(text: str, start: int, end: int, level: int) -> list[Unit]:
     depth = 0
     stretch = first
     open_at = -1
-    for m in _BRACE_RE.finditer(text, first, end):
-        kind = m.lastgroup
-        if kind == "open":
+    for brace, at in _braces(text, first, end):
+        if brace == "{":
             if depth == 0:
-                open_at = m.end() - 1
+                open_at = at
                 _op_starts(text, stretch, open_at, starts)
             depth += 1
-        elif kind == "close" and depth > 0:
+        elif depth > 0:
             depth -= 1
             if depth == 0:
-                pairs[m.end() - 1] = open_at
-                stretch = m.end()
+                pairs[at] = open_at
+                stretch = at + 1
     if depth == 0:
         _op_starts(text, stretch, end, starts)
     units = []
