@@ -206,7 +206,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                     g = _gpu_line(text, m, name, res, operands, end)
                     if g is not None:
                         append(g)
-                        pos = gpu_formats.EOL_RE.match(text, g.end).end()
+                        pos = gpu_formats.EOL_RE.match(text, g.end, end).end()
                         continue
                     fine = True
             rest = m.group("rest")
