@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
+from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
 from gpu_async_lsp.edits import TextEdit, apply_edits, sort_edits
 from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_terminator
 from gpu_async_lsp.syntax import Block, Document, Op, parse_document
@@ -184,7 +185,9 @@ class FunctionRewrite:
 
 
 class ThreadTokenWalker:
-    """The state of the pass's `ThreadTokenCallback` for one function: `current_token`."""
+    """The state of the pass's `ThreadTokenCallback` for one function: `current_token`. The
+    walk builds the function's plan (plan.py): a BlockPlan per block, an OpPlan per op it
+    changes; `finish` renders it as edits."""
 
     def __init__(self, text: str, rewrite: FunctionRewrite):
         self.text = text
@@ -192,32 +195,51 @@ class ThreadTokenWalker:
         self.llvm22 = rewrite.semantics == LLVM22
         self.names = NameAllocator(_used_names(text, rewrite.func))
         self.current_token: str | None = None
+        self.blocks: list[BlockPlan] = []  # in the walk's order
+        self.block_of: dict[int, BlockPlan] = {}  # id(Block) -> its plan
+        self.plans: dict[int, OpPlan] = {}  # id(Op) -> its plan
+        self.items: list = []  # of the block being visited
 
     # -- the walk ---------------------------------------------------------------------------
 
     def visit_blocks(self, func: Op) -> None:
         """Visit every block of `func` on its own, ops in program order (an explicit stack:
         regions may nest thousands deep)."""
-        # A frame: [ops, next index, block, `}` of its region, current token of the block].
-        stack = [[block.ops, 0, block, region.rbrace, None]
+        # A frame: [ops, next index, its BlockPlan, current token of the block].
+        stack = [[block.ops, 0, self.block_plan(block, region, func), None]
                  for region in reversed(func.regions) for block in reversed(region.blocks)]
         while stack:
             frame = stack[-1]
-            ops, index, block = frame[0], frame[1], frame[2]
+            ops, index, bplan = frame[0], frame[1], frame[2]
             if index == len(ops):
                 stack.pop()
-                if frame[4] is not None:
+                if frame[3] is not None:
                     # The block's terminator is elided in the text: sync before the `}`.
-                    self.create_wait_at_block_end(block, frame[3], frame[4])
+                    self.rw.steps.append(WaitStep(frame[3], bplan.rbrace, None, BLOCK_END))
+                    bplan.items.append(NewOp(WAIT, [frame[3]]))
                 continue
             op = ops[index]
             frame[1] = index + 1
-            self.current_token = frame[4]
+            self.current_token = frame[3]
+            self.items = bplan.items
             self.visit(op)
-            frame[4] = self.current_token
+            bplan.items.append(op)
+            frame[3] = self.current_token
             # Each nested block starts with no current token.
-            stack.extend([inner.ops, 0, inner, region.rbrace, None]
+            stack.extend([inner.ops, 0, self.block_plan(inner, region, op), None]
                          for region in reversed(op.regions) for inner in reversed(region.blocks))
+
+    def block_plan(self, block: Block, region, owner: Op) -> BlockPlan:
+        plan = BlockPlan(block, region.rbrace, owner)
+        self.blocks.append(plan)
+        self.block_of[id(block)] = plan
+        return plan
+
+    def plan(self, op: Op) -> OpPlan:
+        found = self.plans.get(id(op))
+        if found is None:
+            found = self.plans[id(op)] = OpPlan(op)
+        return found
 
     def visit(self, op: Op) -> None:
         name = op.name
@@ -239,7 +261,7 @@ class ThreadTokenWalker:
         if is_terminator(name) or has_side_effects(op):
             reason = TERMINATOR if is_terminator(name) else SIDE_EFFECTS
             self.rw.steps.append(WaitStep(self.current_token, op.start, op, reason))
-            self.create_wait_before(op, f"gpu.wait [{self.current_token}]")
+            self.create_wait_op([self.current_token])
             self.current_token = None
 
     def rewrite_async_op(self, op: Op) -> None:
@@ -257,27 +279,13 @@ class ThreadTokenWalker:
             return
         fresh = self.current_token is None
         if fresh:
-            self.current_token = self.names.fresh()
-            self.create_wait_before(op, f"{self.current_token} = gpu.wait async")
+            self.current_token = self.create_wait_op([], fresh=True)
         dep = self.current_token
         token = self.names.fresh()
         self.rw.steps.append(AsyncStep(op, dep, token, fresh))
-        edits = self.rw.edits
-        # The new token is the op's last result.
-        if op.results:
-            edits.append(TextEdit(op.results_end, op.results_end, f", {token}"))
-        else:
-            edits.append(TextEdit(op.start, op.start, f"{token} = "))
-        # `async [dep]` right after the op name; an existing dependency list keeps its place
-        # and gets `dep` in front, unless it holds it already (`addAsyncDependency`).
-        g = op.gpu
-        if g.deps_open is not None:
-            edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
-            if dep not in dependency_names(op):
-                sep = ", " if g.deps else ""
-                edits.append(TextEdit(g.deps_open + 1, g.deps_open + 1, f"{dep}{sep}"))
-        else:
-            edits.append(TextEdit(op.name_end, op.name_end, f" async [{dep}]"))
+        plan = self.plan(op)
+        plan.token = token
+        self.add_async_dependency(op, dep)
         self.current_token = token
 
     def editable(self, op: Op) -> bool:
@@ -309,8 +317,7 @@ class ThreadTokenWalker:
             return
         fresh = self.current_token is None
         if fresh:
-            self.current_token = self.names.fresh()
-            self.create_wait_before(op, f"{self.current_token} = gpu.wait async")
+            self.current_token = self.create_wait_op([], fresh=True)
         dep = self.add_async_dependency(op, self.current_token)
         token = token_result(op)
         self.rw.steps.append(ThreadStep(op, dep, token, fresh))
@@ -319,56 +326,33 @@ class ThreadTokenWalker:
     def add_async_dependency(self, op: Op, token: str | None) -> str | None:
         """`addAsyncDependency`: `token` in front of the op's dependency list, unless it is in
         it already; the dependency added, or None."""
-        if token is None or token in dependency_names(op):
+        if token is None:
             return None
-        g = op.gpu
-        if g.deps_open is not None:
-            sep = ", " if g.deps else ""
-            self.rw.edits.append(TextEdit(g.deps_open + 1, g.deps_open + 1, f"{token}{sep}"))
-        else:
-            at = g.async_kw[1] if g.async_kw is not None else op.name_end
-            self.rw.edits.append(TextEdit(at, at, f" [{token}]"))
+        plan = self.plan(op)
+        if token in plan.dependencies:
+            return None
+        plan.front.insert(0, token)
         return token
 
-    # -- findings and edits --------------------------------------------------------------------
+    # -- findings and inserted ops -------------------------------------------------------------
 
     def block(self, op: Op, code: str, message: str) -> None:
         self.rw.blockers.append(Finding(code, message, op.name_start, op.name_end,
                                         F.DEFAULT_SEVERITY[code], function=self.rw.name))
 
-    def _eol(self, offset: int) -> str:
-        nl = self.text.find("\n", offset)
-        return "\r\n" if nl > 0 and self.text[nl - 1] == "\r" else "\n"
+    def create_wait_op(self, deps: list[str], fresh: bool = False) -> str | None:
+        """`createWaitOp`: a `gpu.wait [deps]` (or, `fresh`, a `%tN = gpu.wait async` whose
+        token is returned) before the op being visited."""
+        result = self.names.fresh() if fresh else None
+        self.items.append(NewOp(WAIT, list(deps), result))
+        return result
 
-    def _line_start(self, offset: int) -> int:
-        return self.text.rfind("\n", 0, offset) + 1
-
-    def create_wait_before(self, op: Op, statement: str) -> None:
-        """Insert `statement` on its own line before `op`, with the op's indentation."""
-        start = op.start
-        line_start = self._line_start(start)
-        indent = self.text[line_start:start]
-        if indent.strip(" \t"):
-            # The op shares its line with text before it: keep to that line.
-            self.rw.edits.append(TextEdit(start, start, f"{statement} "))
-            return
-        self.rw.edits.append(TextEdit(start, start, f"{statement}{self._eol(start)}{indent}"))
-
-    def create_wait_at_block_end(self, block: Block, rbrace: int, token: str) -> None:
-        self.rw.steps.append(WaitStep(token, rbrace, None, BLOCK_END))
-        statement = f"gpu.wait [{token}]"
-        line_start = self._line_start(rbrace)
-        if self.text[line_start:rbrace].strip(" \t"):
-            self.rw.edits.append(TextEdit(rbrace, rbrace, f"{statement} "))
-            return
-        last = block.ops[-1] if block.ops else None
-        if last is not None:
-            ls = self._line_start(last.start)
-            indent = _INDENT.match(self.text, ls).group()
-        else:
-            indent = self.text[line_start:rbrace] + "  "
-        self.rw.edits.append(TextEdit(line_start, line_start,
-                                      f"{indent}{statement}{self._eol(line_start)}"))
+    def finish(self) -> None:
+        """Render the plan as the function's edits."""
+        renderer = Renderer(self.text)
+        for bplan in self.blocks:
+            renderer.block(bplan, self.plans)
+        self.rw.edits = renderer.edits
 
 
 @dataclass
@@ -457,7 +441,9 @@ def host_functions(doc: Document):
 def analyze_function(text: str, func: Op, semantics: str = ORIGINAL) -> FunctionRewrite:
     name = func.symbol_name.path[0] if func.symbol_name else "@<anonymous>"
     rw = FunctionRewrite(func, name, semantics=semantics)
-    ThreadTokenWalker(text, rw).visit_blocks(func)
+    walker = ThreadTokenWalker(text, rw)
+    walker.visit_blocks(func)
+    walker.finish()
     return rw
 
 

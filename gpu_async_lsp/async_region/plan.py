@@ -1,0 +1,186 @@
+"""Analysis layer: the rewrite of one function as a plan over its blocks, rendered as edits.
+
+The pass's callbacks change IR; here they change a plan of it. Each block becomes the list of
+its ops with the ops the rewrite inserts between them (`NewOp`: `gpu.wait`, `async.await`,
+`async.yield`), and each op the rewrite changes gets an `OpPlan` (dependencies put in front of
+its list, a new token result, erased). Later phases (LLVM 22's `async.execute` callbacks) edit
+that plan further: they may add a dependency in front of one already added, or erase a
+`gpu.wait` inserted before. Only at the end is the plan rendered as text edits on the
+original buffer: inserted ops on lines of their own before the next op that stays (or before
+the block's `}`), with its indentation; changed ops edited inside their first line; erased
+ops removed with their line. Every other byte stays.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpu_async_lsp.edits import TextEdit
+from gpu_async_lsp.syntax import Block, Op
+
+WAIT = "gpu.wait"
+AWAIT = "async.await"
+YIELD = "async.yield"
+TOKEN_TYPE = "!gpu.async.token"
+TOKEN_VALUE_TYPE = "!async.value<!gpu.async.token>"
+
+
+@dataclass(eq=False)
+class NewOp:
+    """An op the rewrite inserts. WAIT: `gpu.wait [deps]`, or `result = gpu.wait async
+    [deps]`; AWAIT: `result = async.await deps[0] : !async.value<!gpu.async.token>`; YIELD:
+    `async.yield deps : types` (an implicit terminator made explicit)."""
+
+    kind: str
+    deps: list[str] = field(default_factory=list)
+    result: str | None = None
+    types: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        if self.kind == WAIT:
+            head = f"{self.result} = gpu.wait async" if self.result else "gpu.wait"
+            return head + (f" [{', '.join(self.deps)}]" if self.deps else "")
+        if self.kind == AWAIT:
+            return f"{self.result} = async.await {self.deps[0]} : {TOKEN_VALUE_TYPE}"
+        if not self.deps:
+            return "async.yield"
+        return f"async.yield {', '.join(self.deps)} : {', '.join(self.types)}"
+
+
+@dataclass(eq=False)
+class OpPlan:
+    """What happens to one op of the text: `front` dependencies go in front of its list
+    (first first), a synchronous op made async gets `token` as its new last result, an erased
+    op is removed; `replacements` rewrite some of its operand names (offsets, new name)."""
+
+    op: Op
+    front: list[str] = field(default_factory=list)
+    token: str | None = None
+    erased: bool = False
+    replacements: list[tuple[int, int, str]] = field(default_factory=list)
+
+    @property
+    def dependencies(self) -> list[str]:
+        """Its dependency list as the plan leaves it."""
+        g = self.op.gpu
+        written = [d.name if d.index is None else f"{d.name}#{d.index}" for d in g.deps] \
+            if g is not None else []
+        return self.front + written
+
+
+@dataclass(eq=False)
+class BlockPlan:
+    """A block as the plan leaves it: its ops (Op) and the inserted ones (NewOp), in order."""
+
+    block: Block
+    rbrace: int  # the `}` of its region
+    owner: Op  # the op whose region holds it
+    items: list = field(default_factory=list)
+
+
+_INDENT = re.compile(r"[ \t]*")
+
+
+class Renderer:
+    """Text edits of a plan, on `text`."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.edits: list[TextEdit] = []
+
+    def _eol(self, offset: int) -> str:
+        nl = self.text.find("\n", offset)
+        return "\r\n" if nl > 0 and self.text[nl - 1] == "\r" else "\n"
+
+    def _line_start(self, offset: int) -> int:
+        return self.text.rfind("\n", 0, offset) + 1
+
+    def block(self, plan: BlockPlan, plans: dict[int, OpPlan]) -> None:
+        pending: list[NewOp] = []
+        last: Op | None = None
+        for item in plan.items:
+            if isinstance(item, NewOp):
+                pending.append(item)
+                continue
+            op_plan = plans.get(id(item))
+            if op_plan is not None and op_plan.erased:
+                self.erase(item)
+                continue
+            for new in pending:
+                self.insert_before(item, new.text())
+            pending = []
+            if op_plan is not None:
+                self.op(op_plan)
+            last = item
+        for new in pending:
+            self.insert_at_block_end(plan, last, new.text())
+
+    def insert_before(self, op: Op, statement: str) -> None:
+        """`statement` on its own line before `op`, with the op's indentation."""
+        start = op.start
+        line_start = self._line_start(start)
+        indent = self.text[line_start:start]
+        if indent.strip(" \t"):
+            # The op shares its line with text before it: keep to that line.
+            self.edits.append(TextEdit(start, start, f"{statement} "))
+            return
+        self.edits.append(TextEdit(start, start, f"{statement}{self._eol(start)}{indent}"))
+
+    def insert_at_block_end(self, plan: BlockPlan, last: Op | None, statement: str) -> None:
+        """`statement` at the end of a block (its terminator is implicit), before the `}`,
+        indented like the block's last op."""
+        rbrace = plan.rbrace
+        line_start = self._line_start(rbrace)
+        if self.text[line_start:rbrace].strip(" \t"):
+            self.edits.append(TextEdit(rbrace, rbrace, f"{statement} "))
+            return
+        if last is None and plan.block.ops:
+            last = plan.block.ops[-1]
+        if last is not None:
+            indent = _INDENT.match(self.text, self._line_start(last.start)).group()
+        else:
+            indent = self.text[line_start:rbrace] + "  "
+        self.edits.append(TextEdit(line_start, line_start,
+                                   f"{indent}{statement}{self._eol(line_start)}"))
+
+    def erase(self, op: Op) -> None:
+        """Remove `op`, with its line when it stands alone on it (its trailing comment goes
+        with it)."""
+        line_start = self._line_start(op.start)
+        nl = self.text.find("\n", op.end)
+        line_end = len(self.text) if nl < 0 else nl + 1
+        rest = self.text[op.end:line_end].strip()
+        if not self.text[line_start:op.start].strip(" \t") and (not rest or rest.startswith("//")):
+            self.edits.append(TextEdit(line_start, line_end, ""))
+        else:
+            self.edits.append(TextEdit(op.start, op.end, ""))
+
+    def op(self, plan: OpPlan) -> None:
+        """The edits inside a changed op: new result, `async`, dependencies in front."""
+        op, g = plan.op, plan.op.gpu
+        edits = self.edits
+        for start, end, name in plan.replacements:
+            edits.append(TextEdit(start, end, name))
+        if g is None:
+            return
+        front = ", ".join(plan.front)
+        if plan.token is not None:
+            # The new token is the op's last result.
+            if op.results:
+                edits.append(TextEdit(op.results_end, op.results_end, f", {plan.token}"))
+            else:
+                edits.append(TextEdit(op.start, op.start, f"{plan.token} = "))
+            if g.deps_open is not None:
+                edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
+            else:
+                edits.append(TextEdit(op.name_end, op.name_end, f" async [{front}]"))
+                return
+        if not plan.front:
+            return
+        if g.deps_open is not None:
+            sep = ", " if g.deps else ""
+            edits.append(TextEdit(g.deps_open + 1, g.deps_open + 1, f"{front}{sep}"))
+        else:
+            at = g.async_kw[1] if g.async_kw is not None else op.name_end
+            edits.append(TextEdit(at, at, f" [{front}]"))
