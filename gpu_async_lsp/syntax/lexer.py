@@ -46,31 +46,42 @@ _SYMBOL_ONE = rf'@(?:[A-Za-z_$.][\w$.\-]*|{_STRING})'
 
 # Each match takes the blanks before its token (group `ws`), so that finditer does not retry
 # every alternative at each blank; the alternatives come in order of frequency in host code.
-TOKEN_RE = re.compile(
-    r"(?P<ws>[ \t\r\n]*+)(?:"
-    + "|".join(
-        [
-            rf"(?P<value>%{_SUFFIX_ID}(?:#\d+)?)",
-            rf"(?P<bare>{_IDENT})(?P<blob>{_BODY})?",
-            r"(?P<meta>\{-#.*?#-\})",
-            r"(?P<punct>[(){}\[\]<>=,:*+?|])",
-            r"(?P<comment>//[^\n]*)",
-            rf"(?P<symbol>{_SYMBOL_ONE}(?:::{_SYMBOL_ONE})*)",
-            r"(?P<arrow>->)",
-            r"(?P<number>0x[0-9A-Fa-f]+|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)",
-            rf"(?P<string>{_STRING})",
-            r'(?P<badstring>"[^\n]*)',
-            rf"(?P<caret>\^{_SUFFIX_ID})",
-            rf'(?P<bang>!(?:{_IDENT}|{_STRING})(?:{_BODY})?)',
-            rf"(?P<hash>#{_IDENT}(?:{_BODY})?)",
-            r"(?P<minus>-)",
-            r"(?P<err>\S)",
-            r"(?P<eof>\Z)",
-        ]
-    )
-    + ")",
-    re.DOTALL,
-)
+# One of them matches wherever a match is tried (`odd` takes the blanks other than ` \t\r\n`,
+# which separate tokens without being whitespace here), so finditer never retries at the next
+# character: a long run of blanks before a form feed would cost its square.
+_TOKEN_ALTERNATIVES = [
+    rf"(?P<value>%{_SUFFIX_ID}(?:#\d+)?)",
+    rf"(?P<bare>{_IDENT})(?P<blob>{_BODY})?",
+    r"(?P<meta>\{-#.*?#-\})",
+    r"(?P<punct>[(){}\[\]<>=,:*+?|])",
+    r"(?P<comment>//[^\n]*)",
+    rf"(?P<symbol>{_SYMBOL_ONE}(?:::{_SYMBOL_ONE})*)",
+    r"(?P<arrow>->)",
+    r"(?P<number>0x[0-9A-Fa-f]+|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)",
+    rf"(?P<string>{_STRING})",
+    r'(?P<badstring>"[^\n]*)',
+    rf"(?P<caret>\^{_SUFFIX_ID})",
+    rf'(?P<bang>!(?:{_IDENT}|{_STRING})(?:{_BODY})?)',
+    rf"(?P<hash>#{_IDENT}(?:{_BODY})?)",
+    r"(?P<minus>-)",
+    r"(?P<err>\S)",
+    r"(?P<odd>\s)",
+    r"(?P<eof>\Z)",
+]
+
+
+def _token_re(alternatives: list[str]) -> re.Pattern:
+    return re.compile(r"(?P<ws>[ \t\r\n]*+)(?:" + "|".join(alternatives) + ")", re.DOTALL)
+
+
+TOKEN_RE = _token_re(_TOKEN_ALTERNATIVES)
+# After a `{-#` that found no `#-}` up to the end of the scan: no later one can find one.
+_TOKEN_NO_META_RE = _token_re([a for a in _TOKEN_ALTERNATIVES if not a.startswith("(?P<meta>")])
+
+
+def _unclosed_meta(text: str, m: re.Match) -> bool:
+    """Is the punctuation of this TOKEN_RE match a `{-#` that found no `#-}`?"""
+    return text.startswith("{-#", m.end(1))
 
 
 class RawToken(NamedTuple):
@@ -87,17 +98,27 @@ def tokenize(text: str, start: int = 0, end: int | None = None) -> list[RawToken
     out: list[RawToken] = []
     append = out.append
     first = True  # a unit starts on its own line
-    for m in TOKEN_RE.finditer(text, start, end):
-        kind = m.lastgroup
-        if kind == "eof" or kind == "ws":  # trailing blanks
-            break
-        line_start = first or "\n" in m.group(1)
-        if kind == "comment":
-            first = first or line_start
-            continue
-        append(_raw_token(text, m, kind, line_start))
-        first = False
-    return out
+    scan = TOKEN_RE
+    pos = start
+    while True:
+        for m in scan.finditer(text, pos, end):
+            kind = m.lastgroup
+            if kind == "eof" or kind == "ws":  # trailing blanks
+                return out
+            if kind == "odd":
+                continue
+            line_start = first or "\n" in m.group(1)
+            if kind == "comment":
+                first = first or line_start
+                continue
+            append(_raw_token(text, m, kind, line_start))
+            first = False
+            if kind == "punct" and scan is TOKEN_RE and _unclosed_meta(text, m):
+                scan = _TOKEN_NO_META_RE
+                pos = m.end()
+                break
+        else:
+            return out
 
 
 def _raw_token(text: str, m: re.Match, kind: str, line_start: bool) -> RawToken:
@@ -193,6 +214,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     line_match = LINE_RE.match
     pos = start
     fine = False  # inside an exactly modeled GPU op that did not match its format
+    scan = TOKEN_RE  # _TOKEN_NO_META_RE once a `{-#` found no `#-}` before `end`
     while pos < end:
         m = line_match(text, pos, end)
         if m is not None:
@@ -212,7 +234,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
             rest = m.group("rest")
             if not fine and ("." in rest or "return" in rest) and midline_op(rest):
                 fine = True  # a second op on the line: token by token (rare)
-                pos = _fine_line(text, pos, end, out)
+                pos, scan = _fine_line(text, pos, end, out, scan)
                 fine = False
                 continue
             if not fine:
@@ -233,7 +255,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                     append(new(RawToken, ("{", brace, brace + 1, "{", False)))
                 pos = m.end()
                 continue
-        pos = _fine_line(text, pos, end, out)
+        pos, scan = _fine_line(text, pos, end, out, scan)
     return out
 
 
@@ -251,22 +273,31 @@ def _gpu_line(text, m, name, res, operands, end):
     ))
 
 
-def _fine_line(text: str, pos: int, end: int, out: list) -> int:
-    """Raw tokens of the line at `pos` (and of tokens that run on past it); the next position."""
+def _fine_line(text: str, pos: int, end: int, out: list, scan: re.Pattern):
+    """Raw tokens of the line at `pos` (and of tokens that run on past it), matched with `scan`
+    (TOKEN_RE or _TOKEN_NO_META_RE); the next position, and the pattern for the next lines."""
     append = out.append
     first = True
-    for m in TOKEN_RE.finditer(text, pos, end):
-        kind = m.lastgroup
-        if kind == "eof" or kind == "ws":
-            return end
-        ws = m.group(1)
-        if not first and "\n" in ws:
-            return m.start()
-        if kind == "comment":
-            continue
-        append(_raw_token(text, m, kind, first))
-        first = False
-    return end
+    while True:
+        for m in scan.finditer(text, pos, end):
+            kind = m.lastgroup
+            if kind == "eof" or kind == "ws":
+                return end, scan
+            if kind == "odd":
+                continue
+            ws = m.group(1)
+            if not first and "\n" in ws:
+                return m.start(), scan
+            if kind == "comment":
+                continue
+            append(_raw_token(text, m, kind, first))
+            first = False
+            if kind == "punct" and scan is TOKEN_RE and _unclosed_meta(text, m):
+                scan = _TOKEN_NO_META_RE
+                pos = m.end()
+                break
+        else:
+            return end, scan
 
 
 # --- units ---------------------------------------------------------------------------------------
