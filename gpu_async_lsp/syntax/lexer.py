@@ -144,7 +144,7 @@ LINE_RE = re.compile(
     r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*"  # blank and comment-only lines first
     r"(?:(?P<res>%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?(?:[ \t]*,[ \t]*%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?)*)"
     r"[ \t]*=(?![=>])[ \t]*)?"
-    r"(?P<name>[A-Za-z_][\w$.]*)"
+    r"(?P<name>[A-Za-z_][\w$.]*+)"  # possessive: `rest` would take what it gave back
     r"(?P<rest>[^{}\"\n/]*+)"
     r"(?P<brace>\{)?[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
 )
