@@ -36,6 +36,7 @@ class NewOp:
     deps: list[str] = field(default_factory=list)
     result: str | None = None
     types: list[str] = field(default_factory=list)
+    step: object = None  # the walk's record of it (a WaitStep), for previews
 
     def text(self) -> str:
         if self.kind == WAIT:

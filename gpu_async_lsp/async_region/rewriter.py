@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
+from gpu_async_lsp.async_region.execute import run_phases
 from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
 from gpu_async_lsp.edits import TextEdit, apply_edits, sort_edits
 from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_terminator
@@ -199,6 +200,7 @@ class ThreadTokenWalker:
         self.block_of: dict[int, BlockPlan] = {}  # id(Block) -> its plan
         self.plans: dict[int, OpPlan] = {}  # id(Op) -> its plan
         self.items: list = []  # of the block being visited
+        self.phases = None  # LLVM 22's async.execute phases (execute.py), once run
 
     # -- the walk ---------------------------------------------------------------------------
 
@@ -215,8 +217,9 @@ class ThreadTokenWalker:
                 stack.pop()
                 if frame[3] is not None:
                     # The block's terminator is elided in the text: sync before the `}`.
-                    self.rw.steps.append(WaitStep(frame[3], bplan.rbrace, None, BLOCK_END))
-                    bplan.items.append(NewOp(WAIT, [frame[3]]))
+                    step = WaitStep(frame[3], bplan.rbrace, None, BLOCK_END)
+                    self.rw.steps.append(step)
+                    bplan.items.append(NewOp(WAIT, [frame[3]], step=step))
                 continue
             op = ops[index]
             frame[1] = index + 1
@@ -260,8 +263,9 @@ class ThreadTokenWalker:
             return
         if is_terminator(name) or has_side_effects(op):
             reason = TERMINATOR if is_terminator(name) else SIDE_EFFECTS
-            self.rw.steps.append(WaitStep(self.current_token, op.start, op, reason))
-            self.create_wait_op([self.current_token])
+            step = WaitStep(self.current_token, op.start, op, reason)
+            self.rw.steps.append(step)
+            self.create_wait_op([self.current_token]).step = step
             self.current_token = None
 
     def rewrite_async_op(self, op: Op) -> None:
@@ -279,7 +283,7 @@ class ThreadTokenWalker:
             return
         fresh = self.current_token is None
         if fresh:
-            self.current_token = self.create_wait_op([], fresh=True)
+            self.current_token = self.create_wait_op([], fresh=True).result
         dep = self.current_token
         token = self.names.fresh()
         self.rw.steps.append(AsyncStep(op, dep, token, fresh))
@@ -317,7 +321,7 @@ class ThreadTokenWalker:
             return
         fresh = self.current_token is None
         if fresh:
-            self.current_token = self.create_wait_op([], fresh=True)
+            self.current_token = self.create_wait_op([], fresh=True).result
         dep = self.add_async_dependency(op, self.current_token)
         token = token_result(op)
         self.rw.steps.append(ThreadStep(op, dep, token, fresh))
@@ -340,16 +344,18 @@ class ThreadTokenWalker:
         self.rw.blockers.append(Finding(code, message, op.name_start, op.name_end,
                                         F.DEFAULT_SEVERITY[code], function=self.rw.name))
 
-    def create_wait_op(self, deps: list[str], fresh: bool = False) -> str | None:
-        """`createWaitOp`: a `gpu.wait [deps]` (or, `fresh`, a `%tN = gpu.wait async` whose
-        token is returned) before the op being visited."""
-        result = self.names.fresh() if fresh else None
-        self.items.append(NewOp(WAIT, list(deps), result))
-        return result
+    def create_wait_op(self, deps: list[str], fresh: bool = False) -> NewOp:
+        """`createWaitOp`: a `gpu.wait [deps]` (or, `fresh`, a `%tN = gpu.wait async`)
+        before the op being visited."""
+        new = NewOp(WAIT, list(deps), self.names.fresh() if fresh else None)
+        self.items.append(new)
+        return new
 
     def finish(self) -> None:
         """Render the plan as the function's edits."""
         renderer = Renderer(self.text)
+        if self.phases is not None:
+            self.phases.render(renderer)
         for bplan in self.blocks:
             renderer.block(bplan, self.plans)
         self.rw.edits = renderer.edits
@@ -443,6 +449,8 @@ def analyze_function(text: str, func: Op, semantics: str = ORIGINAL) -> Function
     rw = FunctionRewrite(func, name, semantics=semantics)
     walker = ThreadTokenWalker(text, rw)
     walker.visit_blocks(func)
+    if semantics == LLVM22:
+        run_phases(walker)
     walker.finish()
     return rw
 
