@@ -122,6 +122,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
     frames = [_Frame(dialect, True)]
     n = len(raw)
     i = 0
+    known = _ResultRun()
     body_start = -1
     body_end = -1
 
@@ -237,7 +238,8 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
             raise PrelexError("expected '\"' in string literal", t.start, t.end)
 
         # ---- is this the start of a new op? -------------------------------------------------
-        if f.paren and f.attr_depth == 0 and not f.label and t.line_start and _strong_start(raw, i, f):
+        if (f.paren and f.attr_depth == 0 and not f.label and t.line_start
+                and _strong_start(raw, i, f, known)):
             # A line that can only start an op, while a `(` is still open: the op before it
             # lacks its `)`. Exact GPU ops end here (the grammar then names the missing token).
             if f.mode != _FINE:
@@ -246,7 +248,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
                 raise PrelexError("expected ')'", prev.end, prev.end)
             f.paren = 0
         if f.paren == 0 and f.attr_depth == 0 and not f.label:
-            starts = not f.in_op or ((t.line_start or _midline_start(raw, i, f))
+            starts = not f.in_op or ((t.line_start or _midline_start(raw, i, f, known))
                                      and not _continues(raw, i))
             if starts:
                 if kind == "}":
@@ -254,7 +256,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
                     _close_region(frames, t, out)
                     i += 1
                     continue
-                started = _start_op(raw, i, f, out, flush)
+                started = _start_op(raw, i, f, out, flush, known)
                 if started is not None:
                     i = started
                     continue
@@ -434,21 +436,42 @@ def _emit_gpu_line(text: str, t, f: _Frame, out: list) -> None:
     f.begin(t.text)
 
 
-def _results_end(raw: list[RawToken], i: int) -> int | None:
+class _ResultRun:
+    """The run of `%a, %b:2, ...` that `_results_end` read last, raw[lo:hi], and its answer.
+
+    Every value token inside the run is one of its values, and the run read from there ends
+    where it ended, with the same answer: a long run (operands one per line, or after an op
+    name on a line of raw tokens) is read once, not once from each of its values."""
+
+    __slots__ = ("lo", "hi", "end")
+
+    def __init__(self):
+        self.lo = self.hi = 0
+        self.end: int | None = None
+
+
+def _results_end(raw: list[RawToken], i: int, known: _ResultRun) -> int | None:
     """If raw[i:] is `%a(:N)?(, %b(:N)?)* =`, the index of `=`; else None."""
     n = len(raw)
+    if i >= n or raw[i].kind != "value" or "#" in raw[i].text:
+        return None
+    if known.lo <= i < known.hi:
+        return known.end
+    start = i
     while True:
         if i >= n or raw[i].kind != "value" or "#" in raw[i].text:
-            return None
+            end = None
+            break
         i += 1
         if i + 1 < n and raw[i].kind == ":" and raw[i + 1].kind == "number":
             i += 2
         if i < n and raw[i].kind == ",":
             i += 1
             continue
-        if i < n and raw[i].kind == "=":
-            return i
-        return None
+        end = i if i < n and raw[i].kind == "=" else None
+        break
+    known.lo, known.hi, known.end = start, i, end
+    return end
 
 
 def _resolve(text: str, f: _Frame) -> str | None:
@@ -458,14 +481,14 @@ def _resolve(text: str, f: _Frame) -> str | None:
     return qualify_op_name(text, f.dialect)
 
 
-def _start_op(raw, i, f: _Frame, out: list, flush) -> int | None:
+def _start_op(raw, i, f: _Frame, out: list, flush, known: _ResultRun) -> int | None:
     """Emit the start of the op at raw[i] (results and name); return the next index or None."""
     t = raw[i]
     kind = t.kind
     n = len(raw)
     j = i
     if kind == "value":
-        eq = _results_end(raw, i)
+        eq = _results_end(raw, i, known)
         if eq is None:
             return None
         flush()
@@ -689,14 +712,14 @@ def _close_region(frames: list[_Frame], t, out: list) -> None:
     frames[-1].after_region = True
 
 
-def _strong_start(raw: list, i: int, f: _Frame) -> bool:
+def _strong_start(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
     """raw[i] can only be the start of an op: `%r = dialect.op`, a known dotted op name, or a
     bare name that resolves to a terminator (`return`)."""
     t = raw[i]
     if t.kind == "bare":
         return _midline_op(t.text, f)
     if t.kind == "value":
-        eq = _results_end(raw, i)
+        eq = _results_end(raw, i, known)
         if eq is None or eq + 1 >= len(raw):
             return False
         name = raw[eq + 1]
@@ -704,12 +727,12 @@ def _strong_start(raw: list, i: int, f: _Frame) -> bool:
     return False
 
 
-def _midline_start(raw: list, i: int, f: _Frame) -> bool:
+def _midline_start(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
     """An op that starts in the middle of a line (MLIR allows several ops on one line)."""
     t = raw[i]
     if t.kind == "bare":
         return _midline_op(t.text, f)
-    return t.kind == "value" and _strong_start(raw, i, f)
+    return t.kind == "value" and _strong_start(raw, i, f, known)
 
 
 def _midline_op(text: str, f: _Frame) -> bool:
