@@ -117,7 +117,7 @@ class _Frame:
 
 def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
     """Coarse tokens of one unit (items from `lexer.tokenize_lines`). Raises PrelexError for
-    unbalanced structure."""
+    unbalanced structure. `raw` is used up: items already read are overwritten (`_splice`)."""
     out: list[Token] = []
     frames = [_Frame(dialect, True)]
     n = len(raw)
@@ -202,7 +202,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
                     _emit_name(t, qualified, f, out)
                     if f.mode != _BODY:
                         # A GPU op that did not match its format: token by token.
-                        raw[i:i + 1] = tokenize(text, t.name_end, t.end)
+                        i = _splice(raw, i, tokenize(text, t.name_end, t.end), known)
                         n = len(raw)
                         continue
                     if t.end > t.name_end:
@@ -216,7 +216,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
                     flush()
                     raise _not_an_op(t.text, t.name_start, t.name_end)
             if f.mode != _BODY or f.label or f.attr_depth:
-                raw[i:i + 1] = tokenize(text, t.start, t.end)
+                i = _splice(raw, i, tokenize(text, t.start, t.end), known)
                 n = len(raw)
                 continue
             # A continuation line of the current op.
@@ -472,6 +472,23 @@ def _results_end(raw: list[RawToken], i: int, known: _ResultRun) -> int | None:
         break
     known.lo, known.hi, known.end = start, i, end
     return end
+
+
+def _splice(raw: list, i: int, tokens: list, known: _ResultRun) -> int:
+    """Put `tokens` in the place of the line item raw[i]; the index of the first of them.
+
+    Of the items before raw[i], only raw[i - 1] is looked at again (and raw[0], by the parser
+    after an error): when there are enough items between them, the tokens take their places,
+    with raw[i - 1] moved in front of them. Inserting the tokens would move every item after
+    them, and a long unit that is cut into raw tokens line by line would cost its square."""
+    known.hi = 0  # raw changes: what was read of it is not known any more
+    j = i + 1 - len(tokens)
+    if j >= 2:
+        raw[j - 1] = raw[i - 1]
+        raw[j:i + 1] = tokens
+        return j
+    raw[i:i + 1] = tokens
+    return i
 
 
 def _resolve(text: str, f: _Frame) -> str | None:
