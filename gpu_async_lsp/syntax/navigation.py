@@ -73,11 +73,10 @@ def chain_at(ops: list[Op], offset: int) -> list[tuple[Op, Region | None]]:
 
 
 def _block_in(region: Region, offset: int) -> Block | None:
-    found = None
-    for block in region.blocks:
-        if block.start <= offset:
-            found = block
-    return found
+    """The last block of `region` that starts at or before `offset` (blocks are in text
+    order)."""
+    i = bisect.bisect_right(region.blocks, offset, key=lambda b: b.start) - 1
+    return region.blocks[i] if i >= 0 else None
 
 
 def name_at(ops: list[Op], offset: int) -> NameAt | None:
@@ -144,22 +143,36 @@ def _header_occurrence(op: Op, name: str) -> ValueRef | None:
     return None
 
 
-def value_definition(ops: list[Op], name: str, offset: int) -> ValueRef | None:
-    """Where the SSA value `name` seen at `offset` is defined (see the module docstring)."""
+def _memoized(memo: dict | None, key, compute):
+    """compute(), or what it gave for `key` before when `memo` is a dict."""
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def value_definition(ops: list[Op], name: str, offset: int,
+                     memo: dict | None = None) -> ValueRef | None:
+    """Where the SSA value `name` seen at `offset` is defined (see the module docstring).
+
+    `memo` (a dict kept over calls for one `ops`) keeps what is found in each region and
+    header, so that resolving every use of a name reads each region once, not once a use."""
     chain = chain_at(ops, offset)
     header = None
     for op, region in reversed(chain):
         if region is not None:
-            found = _defined_in(region, name)
+            found = _memoized(memo, ("region", id(region), name),
+                              lambda: _defined_in(region, name))
             if found is not None:
                 return found
-            occurrence = _header_occurrence(op, name)
+            occurrence = _memoized(memo, ("header", id(op), name),
+                                   lambda: _header_occurrence(op, name))
             if occurrence is not None:
                 header = occurrence
-    for op in ops:  # the unit's own top level
-        for result in op.results:
-            if result.name == name:
-                return result
+    top = _memoized(memo, ("top", name), lambda: _top_level_result(ops, name))
+    if top is not None:
+        return top
     if header is not None:
         return header
     if chain:
@@ -169,14 +182,29 @@ def value_definition(ops: list[Op], name: str, offset: int) -> ValueRef | None:
     return None
 
 
-def block_definition(ops: list[Op], name: str, offset: int) -> ValueRef | None:
-    """The block labelled `name` in the region that holds `offset`."""
+def _top_level_result(ops: list[Op], name: str) -> ValueRef | None:
+    """The result `name` of an op of the unit's own top level."""
+    for op in ops:
+        for result in op.results:
+            if result.name == name:
+                return result
+    return None
+
+
+def block_definition(ops: list[Op], name: str, offset: int,
+                     memo: dict | None = None) -> ValueRef | None:
+    """The block labelled `name` in the region that holds `offset` (`memo` as for
+    `value_definition`)."""
     for op, region in reversed(chain_at(ops, offset)):
         if region is not None:
-            for block in region.blocks:
-                if block.label is not None and block.label.name == name:
-                    return block.label
-            return None
+            return _memoized(memo, ("label", id(region), name), lambda: _label_in(region, name))
+    return None
+
+
+def _label_in(region: Region, name: str) -> ValueRef | None:
+    for block in region.blocks:
+        if block.label is not None and block.label.name == name:
+            return block.label
     return None
 
 
@@ -233,12 +261,13 @@ def references(ops: list[Op], at: NameAt) -> list[ValueRef]:
 
     index = at.ref.index if at.kind == VALUE and not is_target(at.ref) else None
     found = []
+    memo: dict = {}
     for ref in candidates:
         if ref.name != target.name:
             continue
         if index is not None and not is_target(ref) and (ref.index or 0) != index:
             continue
-        if is_target(ref) or is_target(resolve(ops, ref.name, ref.start)):
+        if is_target(ref) or is_target(resolve(ops, ref.name, ref.start, memo)):
             found.append(ref)
     found.sort(key=lambda r: r.start)
     return found
