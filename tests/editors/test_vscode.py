@@ -15,6 +15,10 @@ inlay hints rendered in its lines (VS Code's default `editor.inlayHints.enabled`
 is), the code lens above the function, hover on a GPU op, F12 from `@kernels::@scale` to the
 gpu.func; it clicks the lens, saves, and compares with `check --fix` again; then clicks the
 blocked file's lens, which selects the blocker (window/showDocument).
+A fourth ("llvm22") starts with gpuAsyncLsp.semantics "llvm22" in the user settings: the blocked
+file's gpu.wait is no error and its lens offers the rewrite; switching the setting to "original"
+in the running editor brings the error back, switching back and clicking the lens gives
+`check --fix --semantics llvm22` output.
 Screenshots go to tests/artifacts/vscode/<scenario>/.
 """
 
@@ -30,6 +34,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -41,7 +46,8 @@ VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp.vsix"
 DRIVER = Path(__file__).with_name("vscode_e2e.mjs")
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vscode"
 BLOCKED = ROOT / "examples" / "blocked.mlir"  # a gpu.wait written by hand: pre-existing-wait
-# Seconds. A run takes ~10-20 s; with these bounds the three tests end within 8 minutes.
+MANIFEST = ROOT / "editors" / "vscode" / "package.json"
+# Seconds. A run takes ~10-20 s; with these bounds the four tests end within 10 minutes.
 INSTALL_TIMEOUT = 40
 START_TIMEOUT = 30
 DRIVER_TIMEOUT = 70
@@ -106,12 +112,46 @@ def _wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
     raise RuntimeError(f"code-server did not answer at {url} within {timeout:.0f}s")
 
 
-def _check_fix(text: str, name: str) -> str:
+def _check_fix(text: str, name: str, *flags: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "gpu_async_lsp", "check", "--fix", "--stdin-filename", name, "-"],
+        [sys.executable, "-m", "gpu_async_lsp", "check", "--fix", *flags,
+         "--stdin-filename", name, "-"],
         input=text.encode(), capture_output=True, timeout=60, check=False)
     assert result.returncode in (0, 1), result.stderr.decode()
     return result.stdout.decode()
+
+
+def _check_json(text: str, name: str, *flags: str) -> list[dict]:
+    result = subprocess.run(
+        [sys.executable, "-m", "gpu_async_lsp", "check", "--output-format", "json", *flags,
+         "--stdin-filename", name, "-"],
+        input=text.encode(), capture_output=True, timeout=60, check=False)
+    assert result.returncode in (0, 1), result.stderr.decode()
+    return json.loads(result.stdout)
+
+
+def _semantics_property(manifest: dict) -> dict:
+    return manifest["contributes"]["configuration"]["properties"]["gpuAsyncLsp.semantics"]
+
+
+def test_vscode_manifest_declares_the_semantics_setting() -> None:
+    """gpuAsyncLsp.semantics is in the extension's settings (the Settings editor's dropdown),
+    with both values described, and in the built .vsix that the editor tests install."""
+    semantics = _semantics_property(json.loads(MANIFEST.read_text()))
+    assert semantics["type"] == "string"
+    assert semantics["enum"] == ["original", "llvm22"]
+    assert semantics["default"] == "original"
+    assert len(semantics["enumDescriptions"]) == 2 and all(semantics["enumDescriptions"])
+    description = semantics["markdownDescription"]
+    assert "`original`" in description and "`llvm22`" in description
+    assert "pre-existing `gpu.wait`" in description
+    if not VSIX.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"missing {VSIX.relative_to(ROOT)}: run scripts/install-editor-test-deps")
+        pytest.skip(f"missing {VSIX.relative_to(ROOT)}")
+    with zipfile.ZipFile(VSIX) as vsix:
+        built = json.loads(vsix.read("extension/package.json"))
+    assert _semantics_property(built) == semantics, "the .vsix is older than package.json"
 
 
 def test_vscode_problems_settings_restart_and_code_action(tmp_path: Path) -> None:
@@ -127,6 +167,39 @@ def test_vscode_code_lens_inlay_hints_hover_definition_shown_and_lens_rewrites(
         tmp_path: Path) -> None:
     workspace, expected = _run_driver(tmp_path, "lens", [sys.executable, "-m", "gpu_async_lsp"])
     assert (workspace / "sync_ops.mlir").read_text() == expected
+
+
+def test_vscode_semantics_llvm22_from_user_settings_reaches_the_server(tmp_path: Path) -> None:
+    workspace, _ = _run_driver(tmp_path, "llvm22", [sys.executable, "-m", "gpu_async_lsp"],
+                               {"gpuAsyncLsp.semantics": "llvm22",
+                                # as information, so that Problems lists it (not hints)
+                                "gpuAsyncLsp.severity": {"sync-gpu-ops": "information"},
+                                # settings.json in a tab, not a modal editor over the file
+                                "workbench.editor.useModal": "off"})
+    assert (workspace / "blocked.mlir").read_text() == _check_fix(
+        BLOCKED.read_text(), "blocked.mlir", "--semantics", "llvm22")
+
+
+def _llvm22_scenario(tmp_path: Path, blocked_text: str) -> dict:
+    """What the "llvm22" scenario looks for in the blocked file: the hint and lens title that
+    LLVM 22's semantics give it, the original's blocked lens, and `check --fix --semantics
+    llvm22` output (written to expected-llvm22.mlir)."""
+    findings = _check_json(blocked_text, "blocked.mlir", "--semantics", "llvm22")
+    assert all(f["code"] != "pre-existing-wait" for f in findings), findings
+    (hint,) = [f for f in findings if f["code"] == "sync-gpu-ops"]
+    count = re.match(r"(\d+ GPU ops?) in ", hint["message"])
+    assert count, hint["message"]
+    blocker_line = next(i for i, line in enumerate(blocked_text.splitlines(), 1)
+                        if line.lstrip().startswith("gpu.wait  //"))
+    expected = _check_fix(blocked_text, "blocked.mlir", "--semantics", "llvm22")
+    assert "gpu.wait [%t" in expected, expected  # the token threaded through the wait
+    (tmp_path / "expected-llvm22.mlir").write_text(expected)
+    return {"expectedLlvm22": str(tmp_path / "expected-llvm22.mlir"), "llvm22": {
+        "hint": hint["message"],
+        "title": f"{count.group(1)} run synchronously · Make asynchronous",
+        "blockedTitle": ("async rewrite blocked: unexpected pre-existing gpu.wait "
+                         f"(line {blocker_line})"),
+    }}
 
 
 def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: str) -> dict:
@@ -166,8 +239,10 @@ def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: st
     }
 
 
-def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tuple[Path, str]:
-    """Runs vscode_e2e.mjs with SCENARIO against a fresh code-server; fails with its logs."""
+def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
+                settings: dict | None = None) -> tuple[Path, str]:
+    """Runs vscode_e2e.mjs with SCENARIO against a fresh code-server, with `settings` added to
+    the user settings; fails with its logs."""
     found, missing = _requirements()
     if missing:
         message = (f"missing {', '.join(missing)}: run scripts/install-editor-test-deps")
@@ -213,6 +288,7 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tup
         "editor.autoClosingQuotes": "never",
         "editor.autoIndent": "none",
         "editor.formatOnType": False,
+        **(settings or {}),
     }, indent=2))
     extensions = tmp_path / "extensions"
 
@@ -269,6 +345,7 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str]) -> tup
             "line": func_line,
             "column": func_column,
             "lens": _lens_config(sync_text, blocked_text, expected, "scale"),
+            **(_llvm22_scenario(tmp_path, blocked_text) if scenario == "llvm22" else {}),
         }))
         # Its own process group, so that a timeout also ends the Chromium it started.
         driver = subprocess.Popen([str(found["node"]), str(DRIVER), str(config)], env=env,

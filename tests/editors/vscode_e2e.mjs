@@ -14,8 +14,13 @@
 // to the gpu.func; clicking the lens rewrites the function (workspace/executeCommand answered
 // with workspace/applyEdit), and the saved file equals `check --fix` output. Then the blocked
 // file's lens, clicked, selects the blocker (window/showDocument).
+// With scenario "llvm22": the user settings start with gpuAsyncLsp.semantics "llvm22" (and
+// sync-gpu-ops shown as information). The blocked file's gpu.wait is no error in Problems, only
+// the hint, and its lens offers the rewrite. The setting changed to "original" in the user
+// settings (JSON) brings the error and the blocked lens to the running editor; set back to
+// "llvm22", they go; the lens, clicked, and a save give `check --fix --semantics llvm22` output.
 // CONFIG: {scenario, playwright, chromium, url, artifacts, settings, blocked, sync, expected,
-//          funcName, line, column, lens}
+//          funcName, line, column, lens, llvm22?, expectedLlvm22?}
 import { createRequire } from "module";
 import * as fs from "fs";
 import * as path from "path";
@@ -198,6 +203,75 @@ async function lensHintsHoverDefinition(page) {
   await shot(page, "blocked-lens-shows-blocker");
 }
 
+// A user setting changed as a user would: Preferences: Open User Settings (JSON) (a tab, with
+// workbench.editor.useModal off), the text replaced, saved, the tab closed. (settings.json
+// written to disk behind the editor's back was not picked up.)
+async function setUserSetting(page, key, value) {
+  const settings = JSON.parse(fs.readFileSync(config.settings, "utf8"));
+  settings[key] = value;
+  await runCommand(page, "Preferences: Open User Settings (JSON)");
+  await page.locator(".tab.active", { hasText: "settings.json" }).waitFor({ timeout: 15000 });
+  const settingsEditor = page.locator(".editor-group-container.active .monaco-editor .view-lines").first();
+  await settingsEditor.waitFor({ timeout: 15000 });
+  await settingsEditor.click();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.press("Delete"); // (typed over a selection, `{` would surround it)
+  await page.keyboard.insertText(JSON.stringify(settings, null, 2));
+  await page.keyboard.press("Control+S");
+  const saved = async () =>
+    JSON.stringify(JSON.parse(fs.readFileSync(config.settings, "utf8"))[key]) === JSON.stringify(value);
+  await until(`settings.json to have ${key} = ${JSON.stringify(value)}`, saved, 10000);
+  await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 10000 });
+  await runCommand(page, "View: Close Editor"); // back to the file it was opened over
+  log(`user setting ${key} = ${JSON.stringify(value)}`);
+}
+
+async function llvm22Semantics(page) {
+  const s = config.llvm22;
+  const waitProblem = () =>
+    page.locator(".markers-panel .monaco-list-row", { hasText: "pre-existing gpu.wait" }).first();
+  const lensLink = (title) =>
+    page.locator(".monaco-editor .codelens-decoration a", { hasText: title }).first();
+  await openFile(page, path.basename(config.blocked));
+  await runCommand(page, "View: Focus Problems");
+
+  // From the start (initializationOptions): the hint is listed, the gpu.wait is not.
+  const hintRow = page.locator(".markers-panel .monaco-list-row", { hasText: s.hint }).first();
+  await hintRow.waitFor({ state: "visible", timeout: 60000 });
+  await hintRow.locator(".codicon-info").first().waitFor({ timeout: 5000 });
+  await lensLink(s.title).waitFor({ state: "visible", timeout: 30000 });
+  const panelText = await page.locator(".markers-panel").innerText();
+  if (/pre-existing/.test(panelText)) {
+    throw new Error(`with semantics llvm22, Problems still lists the gpu.wait:\n${panelText}`);
+  }
+  log(`semantics llvm22: no pre-existing-wait; lens "${s.title}"`);
+  await shot(page, "llvm22-no-pre-existing-wait");
+
+  // The running server follows the setting (workspace/didChangeConfiguration), both ways.
+  await setUserSetting(page, "gpuAsyncLsp.semantics", "original");
+  await waitProblem().locator(".codicon-error").first().waitFor({ timeout: 30000 });
+  await lensLink(s.blockedTitle).waitFor({ state: "visible", timeout: 30000 });
+  log("semantics original: the pre-existing-wait error and the blocked lens are back");
+  await shot(page, "original-pre-existing-wait");
+  await setUserSetting(page, "gpuAsyncLsp.semantics", "llvm22");
+  await waitProblem().waitFor({ state: "detached", timeout: 30000 });
+  await lensLink(s.title).waitFor({ state: "visible", timeout: 30000 });
+  log("semantics llvm22 again: the error is gone");
+
+  // The lens rewrites the function as `check --fix --semantics llvm22` does.
+  // (The panel leaves too few lines in view to see the rewritten ops: the saved file shows them.)
+  await lensLink(s.title).click();
+  await page.locator(".tab.active.dirty", { hasText: path.basename(config.blocked) })
+    .waitFor({ timeout: 20000 });
+  await runCommand(page, "File: Save");
+  const expected = fs.readFileSync(config.expectedLlvm22, "utf8");
+  await until("the saved file to equal `check --fix --semantics llvm22` output", async () =>
+    fs.readFileSync(config.blocked, "utf8") === expected, 20000);
+  await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 10000 });
+  log("saved file equals check --fix --semantics llvm22 output");
+  await shot(page, "llvm22-lens-saved");
+}
+
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   page = await context.newPage();
@@ -213,6 +287,8 @@ try {
     await missingServer(page);
   } else if (config.scenario === "lens") {
     await lensHintsHoverDefinition(page);
+  } else if (config.scenario === "llvm22") {
+    await llvm22Semantics(page);
   } else {
 
   // Step 1: the pre-existing gpu.wait is an error in the Problems panel.

@@ -34,8 +34,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("gpuAsyncLsp.restartServer", () => restart()),
     vscode.commands.registerCommand("gpuAsyncLsp.showOutput", () => output?.show(true)),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      // strict and severity reach the running server through the client's configuration
-      // synchronization; a new command needs a new process.
+      // strict, semantics and severity reach the running server through the client's
+      // configuration synchronization; a new command needs a new process.
       if (event.affectsConfiguration(`${SECTION}.server.command`)) {
         void restart();
       }
@@ -144,6 +144,7 @@ function serverSettings(): Record<string, unknown> {
   const config = vscode.workspace.getConfiguration(SECTION);
   return {
     strict: config.get<boolean>("strict", false),
+    semantics: config.get<string>("semantics", "original"),
     severity: config.get<Record<string, string>>("severity", {}),
   };
 }
