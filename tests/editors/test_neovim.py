@@ -68,7 +68,9 @@ if P.fold then -- folding as editors/nvim/README.md shows it (0.11+)
 end
 if P.mode == 'enable' then
   local config = { cmd = P.cmd }
-  if P.strict then config.settings = { gpuAsyncLsp = { strict = true } } end
+  if P.strict or P.semantics then
+    config.settings = { gpuAsyncLsp = { strict = P.strict or nil, semantics = P.semantics } }
+  end
   -- The README's switches for the vim.lsp.config path (nil: left on).
   if P.codelens == false or P.inlay_hints == false then
     vim.g.gpu_async_lsp = { codelens = P.codelens, inlay_hints = P.inlay_hints }
@@ -77,7 +79,8 @@ if P.mode == 'enable' then
   vim.lsp.enable('gpu_async_lsp')
 else
   require('gpu_async_lsp').setup({
-    cmd = P.cmd, strict = P.strict or nil, codelens = P.codelens, inlay_hints = P.inlay_hints,
+    cmd = P.cmd, strict = P.strict or nil, semantics = P.semantics,
+    codelens = P.codelens, inlay_hints = P.inlay_hints,
     -- A user's own on_attach still runs beside the module's.
     on_attach = function(_, bufnr) vim.b[bufnr].user_on_attach_ran = true end,
   })
@@ -522,7 +525,8 @@ def _needs(nvim: str, mode: str, version: tuple[int, int] = (0, 0), what: str = 
 def _drive(nvim: str, tmp: Path, mode: str, files: list[dict], strict: bool = False,
            **init) -> dict:
     """Run Neovim headless on `files` (driver specs); the driver's JSON report. `init` sets
-    more of the user's config in INIT (fold=True, codelens=False, inlay_hints=False)."""
+    more of the user's config in INIT (fold=True, codelens=False, inlay_hints=False,
+    semantics="llvm22")."""
     for sub in ("config", "data", "state", "cache"):
         (tmp / "xdg" / sub).mkdir(parents=True, exist_ok=True)
     (tmp / "init.lua").write_text(INIT)
@@ -636,6 +640,45 @@ def test_strict_mode_in_neovim(nvim, tmp_path, mode):
         == sorted((f["location"]["line"], f["code"], f["message"]) for f in strict_findings)
     assert path.read_bytes().decode("utf-8") == expected
 
+
+# A pre-existing gpu.wait after a synchronous gpu.alloc: the original pass refuses the function,
+# LLVM 22's threads the token through the wait.
+WAIT_AFTER_ALLOC = """\
+func.func @wait_after_alloc(%n: index) {
+  %a = gpu.alloc (%n) : memref<?xf32>
+  gpu.wait
+  gpu.dealloc %a : memref<?xf32>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_llvm22_semantics_accepts_pre_existing_wait_in_neovim(nvim, tmp_path, mode):
+    """semantics = 'llvm22' from the user's config reaches the server: the gpu.wait is no
+    error, and the whole-file code action gives `check --fix --semantics llvm22 -`."""
+    _needs(nvim, mode)
+    path = tmp_path / "wait_after_alloc.mlir"
+    path.write_text(WAIT_AFTER_ALLOC, encoding="utf-8")
+    fixed = _run(["check", "--fix", "--semantics", "llvm22", "-"], input=WAIT_AFTER_ALLOC)
+    assert fixed.returncode == 0, fixed.stderr
+    expected = fixed.stdout
+    assert expected != WAIT_AFTER_ALLOC
+    # The file tells the semantics apart: by default the wait is an error.
+    assert {f["code"] for f in _check_json(path)} >= {"pre-existing-wait"}
+    assert _check_fix(path, tmp_path) == WAIT_AFTER_ALLOC
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "code_action_apply"},
+    ], semantics="llvm22")
+    (rec,) = result["files"]
+    assert rec["settings"]["gpuAsyncLsp"]["semantics"] == "llvm22"
+    assert rec["settings"]["gpuAsyncLsp"]["strict"] is False
+    codes = [d["code"] for d in rec["diagnostics"]]
+    assert "pre-existing-wait" not in codes
+    assert codes == ["sync-gpu-ops"]  # the synchronous ops, still to be rewritten
+    assert not rec["modified_after_write"]
+    assert path.read_bytes().decode("utf-8") == expected
 
 
 # A gpu.module with its kernel, a host function the rewrite changes (its launch names

@@ -12,6 +12,11 @@
 --
 --   vim.lsp.config('gpu_async_lsp', { settings = { gpuAsyncLsp = { strict = true } } })
 --
+-- and which pass the diagnostics and the rewrite follow: 'original' (the default) or 'llvm22',
+-- LLVM 22's, which threads the token through a pre-existing gpu.wait instead of refusing it:
+--
+--   vim.lsp.config('gpu_async_lsp', { settings = { gpuAsyncLsp = { semantics = 'llvm22' } } })
+--
 -- Code lenses and inlay hints are turned on in each buffer the server attaches to; to keep
 -- either off, set before the first .mlir buffer opens:
 --
@@ -26,7 +31,7 @@ return {
   root_markers = { '.git' },
   -- The server's settings (it accepts the object itself or under "gpuAsyncLsp"): sent as
   -- initializationOptions (below) and with workspace/didChangeConfiguration after start-up.
-  settings = { gpuAsyncLsp = { strict = false } },
+  settings = { gpuAsyncLsp = { strict = false, semantics = 'original' } },
   -- One source of truth: initializationOptions are built from `settings`, so the first analysis
   -- already uses the user's values (no flash of non-strict results).
   before_init = function(params, config)

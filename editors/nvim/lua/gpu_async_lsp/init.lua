@@ -3,6 +3,7 @@
 --   require('gpu_async_lsp').setup({
 --     cmd = { 'gpu-async-lsp' },          -- or { '/path/to/venv/bin/python', '-m', 'gpu_async_lsp' }
 --     strict = false,                     -- true: report blockers in every func.func
+--     semantics = 'original',             -- 'llvm22': LLVM 22's pass, which accepts gpu.wait
 --     settings = { severity = { ['pre-existing-wait'] = 'warning' } },  -- optional
 --     codelens = true,                    -- false: no code lenses
 --     inlay_hints = true,                 -- false: no inlay hints (they need 0.10+)
@@ -18,12 +19,13 @@ local defaults = {
   cmd = { 'gpu-async-lsp' },
   filetypes = { 'mlir' },
   root_markers = { '.git' },
-  strict = false,
   settings = {},
 }
+-- The server's own defaults, sent when neither setup{} nor its `settings` set them.
+local server_defaults = { strict = false, semantics = 'original' }
 -- Options of setup() itself, not passed on to vim.lsp.start().
-local own = { strict = true, filetypes = true, root_markers = true, settings = true,
-              codelens = true, inlay_hints = true }
+local own = { strict = true, semantics = true, filetypes = true, root_markers = true,
+              settings = true, codelens = true, inlay_hints = true }
 
 local function supports(client, method, bufnr)
   if vim.fn.has('nvim-0.11') == 1 then
@@ -88,7 +90,9 @@ end
 --- The vim.lsp.start() config for a buffer (exposed for tests and custom autocommands).
 function M.client_config(opts, bufnr)
   opts = vim.tbl_deep_extend('force', defaults, opts or {})
-  local server_settings = vim.tbl_deep_extend('force', opts.settings or {}, { strict = opts.strict })
+  -- setup{ strict = ..., semantics = ... } win over the same fields in `settings`.
+  local server_settings = vim.tbl_deep_extend('force', server_defaults, opts.settings or {},
+                                              { strict = opts.strict, semantics = opts.semantics })
   local config = {}
   for k, v in pairs(opts) do
     if not own[k] then
