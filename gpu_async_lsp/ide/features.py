@@ -19,6 +19,7 @@ from gpu_async_lsp.async_region.rewriter import (
     TERMINATOR,
     AsyncStep,
     FunctionRewrite,
+    ThreadStep,
     WaitStep,
     is_already_async,
 )
@@ -458,6 +459,14 @@ def unit_hints(result) -> list[Hint]:
                                           False, True, why))
                     hints.append(Hint(step.op.end, f"async [{step.dependency}] → {step.token}",
                                       True, False, why))
+                elif isinstance(step, ThreadStep):
+                    if step.fresh_wait:
+                        hints.append(Hint(step.op.start, f"{step.dependency} = gpu.wait async",
+                                          False, True, why))
+                    label = _threaded(step)
+                    if label:
+                        hints.append(Hint(step.op.end, label, True, False,
+                                          why + ": LLVM 22 threads the token into this op"))
                 else:
                     hints.append(Hint(step.offset, f"⏸ gpu.wait [{step.token}]", False, True,
                                       why + ": " + _wait_reason(step)))
@@ -475,6 +484,16 @@ def unit_hints(result) -> list[Hint]:
     hints.sort(key=lambda h: h.offset)
     result.memo["hints"] = hints
     return hints
+
+
+def _threaded(step: ThreadStep) -> str:
+    """`+ [%t1] → %u`: the dependency LLVM 22 adds to an op with a token of its own, and the
+    token that is current after it (nothing after a synchronous gpu.wait)."""
+    parts = []
+    if step.dependency is not None:
+        parts.append(f"+ [{step.dependency}]")
+    parts.append(f"→ {step.token}" if step.token is not None else "→ no token")
+    return " ".join(parts) if step.dependency is not None or step.token is not None else ""
 
 
 def _producer(ops: list[Op], ref) -> str:
@@ -542,6 +561,10 @@ def hover(a: DocumentAnalysis, offset: int, line_of) -> tuple[str, Span] | None:
             parts.append(f"It blocks the rewrite of `{rw.name}`: its {n} synchronous GPU "
                          f"op{'s' if n != 1 else ''} stay synchronous.")
         return "\n\n".join(parts), span
+    threaded = next((s for s in rw.steps if isinstance(s, ThreadStep) and s.op is op), None)
+    if threaded is not None and rw.rewritable:
+        parts.append(_threaded_text(rw, threaded, line))
+        return "\n\n".join(parts), span
     step = next((s for s in rw.steps if isinstance(s, AsyncStep) and s.op is op), None)
     waits_before = [s for s in rw.steps if isinstance(s, WaitStep) and s.before is op]
     if step is None and not waits_before:
@@ -572,9 +595,30 @@ def hover(a: DocumentAnalysis, offset: int, line_of) -> tuple[str, Span] | None:
     return "\n\n".join(parts), span
 
 
+def _threaded_text(rw: FunctionRewrite, step: ThreadStep, line) -> str:
+    """Hover of an op LLVM 22 threads the token into (a pre-existing wait, an async op)."""
+    what = "this `gpu.wait`" if step.op.name == "gpu.wait" else "this op, already async,"
+    if step.dependency is None:
+        first = (f"LLVM 22's rewrite keeps {what} as it is: no GPU work is pending before it"
+                 if not step.fresh_wait else "")
+    elif step.fresh_wait:
+        first = (f"LLVM 22's rewrite makes {what} also wait on `{step.dependency}`, from a "
+                 "`gpu.wait async` inserted before it")
+    else:
+        producer = next((s for s in rw.steps if isinstance(s, (AsyncStep, ThreadStep))
+                         and s.token == step.dependency), None)
+        made = f" of `{producer.op.name}` (line {line(producer.op.start)})" if producer else ""
+        first = f"LLVM 22's rewrite makes {what} also wait on `{step.dependency}`, the token{made}"
+    if step.token is None:
+        after = "The host waits here: no token is current after it."
+    else:
+        after = f"Its token `{step.token}` becomes current: {_consumer(rw, step.token, line)}."
+    return (first + ".\n\n" if first else "") + after
+
+
 def _consumer(rw: FunctionRewrite, token: str, line) -> str:
     for s in rw.steps:
-        if isinstance(s, AsyncStep) and s.dependency == token:
+        if isinstance(s, (AsyncStep, ThreadStep)) and s.dependency == token:
             return f"`{token}` is awaited by `{s.op.name}` (line {line(s.op.start)})"
         if isinstance(s, WaitStep) and s.token == token:
             if s.before is None:
@@ -636,6 +680,7 @@ class Lens:
     function: str
     nth: int
     blocker: bool
+    llvm22: bool = False  # applies LLVM 22's rewrite (threading through the blockers)
 
 
 def code_lenses(a: DocumentAnalysis, index: LineIndex, encoding: str) -> list[tuple]:
@@ -660,17 +705,21 @@ def code_lenses(a: DocumentAnalysis, index: LineIndex, encoding: str) -> list[tu
         base = (p.line, p.character)
         lenses = [Lens(placed(start, base), placed(end, base),
                        title if blocker is None else f"{title} (line {base[0] + blocker + 1})",
-                       functions[i].name, nths[i], blocker is not None)
-                  for i, start, end, title, blocker in relative]
+                       functions[i].name, nths[i], blocker is not None, llvm22)
+                  for i, start, end, title, blocker, llvm22 in relative]
         out.append((unit, (base, tuple(nths)), lenses))
     return out
+
+
+LLVM22_LENS = "Thread the token through it as LLVM 22 does"
 
 
 def _unit_lenses(result, strict: bool, encoding: str) -> list[tuple]:
     """The lenses of one unit, kept with it: (index of the function in the unit, start and
     end of its name as (line, column) relative to the unit, title without the blocker's line,
-    line of the blocker relative to the unit or None). Placing them costs one position per
-    unit, not one per lens."""
+    line of the blocker relative to the unit or None, whether it applies LLVM 22's rewrite).
+    Placing them costs one position per unit, not one per lens. A function that only LLVM 22's
+    pass can rewrite gets a second lens that does it."""
     key = ("lenses", encoding)
     cached = result.memo.get(key)
     if cached is None:
@@ -689,6 +738,9 @@ def _unit_lenses(result, strict: bool, encoding: str) -> list[tuple]:
             s = index.position(fn.anchor[0], encoding)
             e = index.position(fn.anchor[1], encoding)
             blocker = None if fn.rewritable else index.line_of(fn.blocker_span[0])
-            cached.append((i, (s.line, s.character), (e.line, e.character), title, blocker))
+            place = (i, (s.line, s.character), (e.line, e.character))
+            cached.append((*place, title, blocker, False))
+            if fn.llvm22_fixable:
+                cached.append((*place, LLVM22_LENS, None, True))
         result.memo[key] = cached
     return cached

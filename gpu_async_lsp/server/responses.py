@@ -38,6 +38,10 @@ def _never() -> None:
     pass
 
 
+def _place(p) -> tuple[int, int]:
+    return p.line, p.character
+
+
 # -- diagnostics --------------------------------------------------------------------------------
 
 def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
@@ -93,9 +97,11 @@ def publication(uri: str, version: int | None, diagnostics_text: str) -> str:
 # -- code actions -------------------------------------------------------------------------------
 
 def function_edit(state: DocState, functions: list[FunctionInfo], encoding: str,
-                  document_changes: bool) -> dict:
-    """The rewrite of `functions` as one WorkspaceEdit (JSON values)."""
-    edits = convert.merge_insertions([e for fn in functions for e in fn.edits])
+                  document_changes: bool, llvm22: bool = False) -> dict:
+    """The rewrite of `functions` as one WorkspaceEdit (JSON values); with `llvm22`, LLVM 22's
+    rewrite of functions the original pass refuses."""
+    edits = convert.merge_insertions([e for fn in functions
+                                      for e in (fn.llvm22_edits if llvm22 else fn.edits)])
     return convert.workspace_edit_json(
         state.uri, state.analysis.version,
         convert.text_edits_json(state.line_index(), edits, encoding), document_changes)
@@ -114,35 +120,56 @@ def file_edit(state: DocState, encoding: str, document_changes: bool) -> dict:
     return cached[2]
 
 
+# Blockers of the original pass that LLVM 22's threads through (their quick fix).
+LLVM22_FIXES = frozenset({"pre-existing-wait", "already-async", "async-op-with-regions"})
+
+
 def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
                  params: lsp.CodeActionParams, check: Check = _never) -> str:
-    """The code actions of a range. A client that resolves `edit` gets each action without
-    its edit and with `data` naming it ({uri, version, start of the function or null for the
-    file}); codeAction/resolve fills the edit in (`resolve_code_action`)."""
+    """The code actions of a range: per function one rewrite, offered once (the quick fix of
+    its `sync-gpu-ops` hint when that is in the context, else a refactor; a client that asks
+    for only one kind gets that kind); for a function the original pass refuses for its waits
+    or async ops, LLVM 22's rewrite as the quick fix of those findings; the file-wide fix.
+
+    A client that resolves `edit` gets each action without its edit and with `data` naming it
+    ({uri, version, start of the function or null for the file, semantics});
+    codeAction/resolve fills the edit in (`resolve_code_action`)."""
     a = state.analysis
     index = state.line_index()
     only = params.context.only
     start = convert.offset_of(index, params.range.start, encoding)
     end = convert.offset_of(index, params.range.end, encoding)
     hints = {}
+    blockers: dict[tuple[int, int], list] = {}
     for d in params.context.diagnostics or []:
-        if d.code == SYNC_GPU_OPS and d.source == SOURCE:
-            hints[(d.range.start.line, d.range.start.character)] = d
+        if d.source != SOURCE:
+            continue
+        at = (d.range.start.line, d.range.start.character)
+        if d.code == SYNC_GPU_OPS:
+            hints[at] = d
+        elif d.code in LLVM22_FIXES:
+            blockers.setdefault(at, []).append(d)
     lazy = caps.code_action_resolve_edit
 
     def wanted(kind: str) -> bool:
         return not only or any(kind == k or kind.startswith(k + ".") for k in only)
 
-    def action(title: str, kind: str, target: FunctionInfo | None, **extra) -> dict:
+    def action(title: str, kind: str, target: FunctionInfo | None, llvm22: bool = False,
+               **extra) -> str:
         out = {"title": title, "kind": kind, **extra}
         if lazy:
             out["data"] = {"uri": state.uri, "version": a.version,
-                           "function": None if target is None else target.start}
+                           "function": None if target is None else target.start,
+                           "semantics": "llvm22" if llvm22 else None}
         elif target is None:
             out["edit"] = file_edit(state, encoding, caps.document_changes)
         else:
-            out["edit"] = function_edit(state, [target], encoding, caps.document_changes)
-        return out
+            out["edit"] = function_edit(state, [target], encoding, caps.document_changes,
+                                        llvm22)
+        return json.dumps(out, ensure_ascii=False)
+
+    def unstructured(diagnostics: list) -> list:
+        return [convert.CONVERTER.unstructure(d) for d in diagnostics]
 
     actions: list[str] = []
     for n, fn in enumerate(a.functions_between(start, end)):
@@ -152,6 +179,19 @@ def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
             continue
         title = f"Make GPU ops in {fn.name} asynchronous"
         if not fn.rewritable:
+            if fn.llvm22_fixable:
+                fixed = [d for s, _ in fn.blocker_spans
+                         for d in blockers.get(_place(index.position(s, encoding)), [])]
+                llvm22_title = (f"{title}, threading through the existing gpu.wait "
+                                "(as LLVM 22 does)")
+                if fixed and wanted(lsp.CodeActionKind.QuickFix):
+                    actions.append(action(llvm22_title, lsp.CodeActionKind.QuickFix, fn, True,
+                                          diagnostics=unstructured(fixed)))
+                    continue
+                if wanted(lsp.CodeActionKind.RefactorRewrite):
+                    actions.append(action(llvm22_title, lsp.CodeActionKind.RefactorRewrite,
+                                          fn, True))
+                    continue
             if caps.code_action_disabled and wanted(lsp.CodeActionKind.RefactorRewrite):
                 actions.append(json.dumps({"title": title,
                                            "kind": lsp.CodeActionKind.RefactorRewrite,
@@ -161,15 +201,13 @@ def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
         anchor = index.position(fn.anchor[0], encoding)
         hint = hints.get((anchor.line, anchor.character))
         if hint is not None and wanted(lsp.CodeActionKind.QuickFix):
-            actions.append(json.dumps(action(
-                title, lsp.CodeActionKind.QuickFix, fn, isPreferred=True,
-                diagnostics=[convert.CONVERTER.unstructure(hint)]), ensure_ascii=False))
-        if wanted(lsp.CodeActionKind.RefactorRewrite):
-            actions.append(json.dumps(action(title, lsp.CodeActionKind.RefactorRewrite, fn),
-                                      ensure_ascii=False))
+            actions.append(action(title, lsp.CodeActionKind.QuickFix, fn, isPreferred=True,
+                                  diagnostics=unstructured([hint])))
+        elif wanted(lsp.CodeActionKind.RefactorRewrite):
+            actions.append(action(title, lsp.CodeActionKind.RefactorRewrite, fn))
     if wanted(FIX_ALL_KIND) and a.any_rewritable:
         check()
-        actions.append(json.dumps(action(FIX_ALL_TITLE, FIX_ALL_KIND, None), ensure_ascii=False))
+        actions.append(action(FIX_ALL_TITLE, FIX_ALL_KIND, None))
     return "[" + ",".join(actions) + "]"
 
 
@@ -179,14 +217,15 @@ def resolve_code_action(state: DocState, caps: ClientFeatures, encoding: str,
     names is not in the current version (the document changed since)."""
     data = action.get("data")
     function = data.get("function")
+    llvm22 = data.get("semantics") == "llvm22"
     a = state.analysis
     if function is None:
         edit = file_edit(state, encoding, caps.document_changes) if a.any_rewritable else None
     else:
-        fn = next((f for f in a.functions_between(function, function)
-                   if f.start == function and f.rewritable), None)
+        fn = next((f for f in a.functions_between(function, function) if f.start == function
+                   and (f.llvm22_fixable if llvm22 else f.rewritable)), None)
         edit = None if fn is None else function_edit(state, [fn], encoding,
-                                                     caps.document_changes)
+                                                     caps.document_changes, llvm22)
     if edit is None:
         return None
     return {**action, "edit": edit}
@@ -216,7 +255,8 @@ def code_lenses(state: DocState, encoding: str, check: Check = _never) -> str:
                     "command": {"title": lens.title,
                                 "command": SHOW_BLOCKER_COMMAND if lens.blocker
                                 else MAKE_ASYNC_COMMAND,
-                                "arguments": [state.uri, lens.function, lens.nth]}},
+                                "arguments": [state.uri, lens.function, lens.nth]
+                                + (["llvm22"] if lens.llvm22 else [])}},
                     ensure_ascii=False) for lens in unit_lenses)
                 fragment = unit.result.memo["lens-json"] = (fragment_key, text)
             lenses.append(fragment[1])

@@ -133,14 +133,17 @@ _CHECK_FIX: dict[str, str] = {}
 _CLI = [sys.executable, "-m", "gpu_async_lsp", "check", "--fix"]
 
 
-def check_fix(text: str) -> str:
-    """What `gpu-async-lsp check --fix -` writes for `text` (the whole rewritten buffer)."""
-    if text not in _CHECK_FIX:
-        proc = subprocess.run([*_CLI, "-"], input=text.encode("utf-8", "surrogatepass"),
+def check_fix(text: str, semantics: str = "original") -> str:
+    """What `gpu-async-lsp check --fix --semantics S -` writes for `text` (the whole rewritten
+    buffer)."""
+    key = text if semantics == "original" else (semantics, text)
+    if key not in _CHECK_FIX:
+        proc = subprocess.run([*_CLI, "--semantics", semantics, "-"],
+                              input=text.encode("utf-8", "surrogatepass"),
                               capture_output=True, timeout=120)
         assert proc.returncode in (0, 1), proc.stderr.decode("utf-8", "replace")
-        _CHECK_FIX[text] = proc.stdout.decode("utf-8", "surrogatepass")
-    return _CHECK_FIX[text]
+        _CHECK_FIX[key] = proc.stdout.decode("utf-8", "surrogatepass")
+    return _CHECK_FIX[key]
 
 
 def prefetch_check_fix(texts: Iterable[str]) -> None:
@@ -159,12 +162,12 @@ def prefetch_check_fix(texts: Iterable[str]) -> None:
             _CHECK_FIX[text] = path.read_bytes().decode("utf-8", "surrogatepass")
 
 
-def fix_function(text: str, name: str) -> str:
+def fix_function(text: str, name: str, semantics: str = "original") -> str:
     """`text` with only function `name` (e.g. "@f") rewritten, by the core's own plan."""
     from gpu_async_lsp.async_region import analyze
     from gpu_async_lsp.edits import apply_edits
 
-    analysis = analyze(text)
+    analysis = analyze(text, semantics=semantics)
     chosen = [fn for fn in analysis.functions if fn.name == name]
     assert chosen, f"no function {name}"
     return apply_edits(text, analysis.edits(chosen))

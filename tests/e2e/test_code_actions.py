@@ -25,6 +25,10 @@ def title(fn: str) -> str:
     return f"Make GPU ops in {fn} asynchronous"
 
 
+def llvm22_title(fn: str) -> str:
+    return f"{title(fn)}, threading through the existing gpu.wait (as LLVM 22 does)"
+
+
 DOC = """\
 func.func @f(%n: index, %x: f32) {
   %a = gpu.alloc (%n) : memref<?xf32>
@@ -68,17 +72,16 @@ def one(actions, title_: str, kind: str) -> types.CodeAction:
 
 
 async def test_code_actions_whole_document_lists_rewrite_quickfix_and_fix_all(server, uri):
+    """One action per function and intent: the quick fix of its hint (not also a refactor
+    with the same edit); the wait blocker's quick fix is LLVM 22's rewrite."""
     diagnostics = await server.open_and_wait(uri, DOC)
     actions = await server.code_actions(uri)
     expected = [
         (FIX_ALL, FIX_ALL_KIND, None),
         (title("@f"), "quickfix", None),
-        (title("@f"), "refactor.rewrite", None),
         (title("@g"), "quickfix", None),
-        (title("@g"), "refactor.rewrite", None),
+        (llvm22_title("@blocked"), "quickfix", None),
     ]
-    if has_disabled_support(server.client_name):
-        expected.append((title("@blocked"), "refactor.rewrite", WAIT))
     assert summary(actions) == sorted(expected)
     for fn in ("@f", "@g"):
         quickfix = one(actions, title(fn), "quickfix")
@@ -117,26 +120,56 @@ async def test_code_actions_fix_all_edit_equals_check_fix(server, uri):
 @pytest.mark.parametrize("fn", ["@f", "@g"])
 @pytest.mark.parametrize("kind", ["refactor.rewrite", "quickfix"])
 async def test_code_actions_function_edit_rewrites_only_that_function(server, uri, fn, kind):
+    """The refactor is offered where its hint is not in the context (or refactors only are
+    asked for)."""
     await server.open_and_wait(uri, DOC)
-    actions = await server.code_actions(uri)
+    actions = await server.code_actions(uri, diagnostics=None if kind == "quickfix" else [])
     fixed = server.applied(one(actions, title(fn), kind), uri)
     assert fixed == fix_function(DOC, fn)
     assert fixed != DOC
 
 
-async def test_code_actions_blocked_function_disabled_only_with_disabled_support(server, uri):
-    """In @blocked only: its action is listed, disabled with the first blocker's message,
-    when the client supports disabled actions, and absent otherwise."""
+async def test_code_actions_wait_blocker_quick_fix_is_llvm22_rewrite_of_its_function(server,
+                                                                                  uri):
+    """On a pre-existing-wait finding: LLVM 22's rewrite of @blocked, nothing else changed
+    (the same text as `check --fix --semantics llvm22` gives that function)."""
     diagnostics = await server.open_and_wait(uri, DOC)
     [wait] = [d for d in diagnostics if d.code == "pre-existing-wait"]
     actions = await server.code_actions(uri, server.range_of(uri, "gpu.wait"), [wait])
     per_function = [a for a in actions if a.kind != FIX_ALL_KIND]
-    if has_disabled_support(server.client_name):
-        assert summary(per_function) == [(title("@blocked"), "refactor.rewrite", WAIT)]
-    else:
-        assert per_function == [], summary(per_function)
+    assert summary(per_function) == [(llvm22_title("@blocked"), "quickfix", None)]
+    [fix] = per_function
+    assert [diag_summary(d) for d in fix.diagnostics] == [diag_summary(wait)]
+    assert server.applied(fix, uri) == fix_function(DOC, "@blocked", "llvm22")
+    assert "gpu.wait [%t1]" in server.applied(fix, uri)
     assert summary([a for a in actions if a.kind == FIX_ALL_KIND]) == [
         (FIX_ALL, FIX_ALL_KIND, None)]
+
+
+async def test_code_actions_blocked_function_disabled_only_with_disabled_support(server, uri):
+    """A function that no semantics can rewrite (a gpu.launch not outlined): its action is
+    listed, disabled with the first blocker's message, when the client supports disabled
+    actions, and absent otherwise."""
+    text = LAUNCH_DOC
+    await server.open_and_wait(uri, text)
+    actions = await server.code_actions(uri, diagnostics=[])
+    if has_disabled_support(server.client_name):
+        assert summary(actions) == [(title("@launch"), "refactor.rewrite", LAUNCH)]
+    else:
+        assert actions == [], summary(actions)
+
+
+LAUNCH = "'gpu.launch' op replace with gpu.launch_func first"
+LAUNCH_DOC = """\
+func.func @launch(%n: index) {
+  %a = gpu.alloc (%n) : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %n, %gz = %n)
+             threads(%tx, %ty, %tz) in (%sx = %n, %sy = %n, %sz = %n) {
+    gpu.terminator
+  }
+  return
+}
+"""
 
 
 async def test_code_actions_disabled_reason_is_first_blocker(server, uri):
@@ -151,9 +184,16 @@ func.func @two_blockers(%n: index, %dep: !gpu.async.token) {
     diagnostics = await server.open_and_wait(uri, text)
     assert sorted(d.code for d in diagnostics) == ["already-async", "pre-existing-wait"]
     actions = await server.code_actions(uri, diagnostics=diagnostics)
+    # Both findings are fixed by the one LLVM 22 rewrite of the function.
+    [fix] = actions
+    assert (fix.title, fix.kind) == (llvm22_title("@two_blockers"), "quickfix")
+    assert sorted(d.code for d in fix.diagnostics) == ["already-async", "pre-existing-wait"]
+    assert server.applied(fix, uri) == check_fix(text, "llvm22")
+    text = LAUNCH_DOC.replace("  return", "  gpu.wait\n  return")
+    diagnostics = await server.open_and_wait(uri + ".launch", text)
+    actions = await server.code_actions(uri + ".launch", diagnostics=diagnostics)
     if has_disabled_support(server.client_name):
-        assert summary(actions) == [(title("@two_blockers"), "refactor.rewrite",
-                                     "'gpu.alloc' op is already async")]
+        assert summary(actions) == [(title("@launch"), "refactor.rewrite", LAUNCH)]
     else:
         assert actions == []
 
@@ -172,9 +212,8 @@ async def test_code_actions_range_spanning_two_functions_offers_both(server, uri
     end = server.range_of(uri, "gpu.alloc", after="func.func @g").end
     actions = await server.code_actions(uri, types.Range(start, end), diagnostics=[])
     expected = [(FIX_ALL, FIX_ALL_KIND, None), (title("@f"), "refactor.rewrite", None),
-                (title("@g"), "refactor.rewrite", None)]
-    if has_disabled_support(server.client_name):
-        expected.append((title("@blocked"), "refactor.rewrite", WAIT))
+                (title("@g"), "refactor.rewrite", None),
+                (llvm22_title("@blocked"), "refactor.rewrite", None)]
     assert summary(actions) == sorted(expected)
 
 
@@ -201,11 +240,10 @@ async def test_code_actions_only_blocked_functions_no_fix_all(server, uri):
     text = DOC[DOC.index("func.func @blocked"):DOC.index("func.func @g")]
     await server.open_and_wait(uri, text)
     actions = await server.code_actions(uri)
+    # The file-wide fix keeps its meaning (the chosen semantics); the blocker's own quick fix
+    # is LLVM 22's rewrite.
     assert FIX_ALL not in {a.title for a in actions}
-    if has_disabled_support(server.client_name):
-        assert summary(actions) == [(title("@blocked"), "refactor.rewrite", WAIT)]
-    else:
-        assert actions == []
+    assert summary(actions) == [(llvm22_title("@blocked"), "quickfix", None)]
 
 
 async def test_code_actions_every_golden_fixture_fix_all_equals_check_fix(server):

@@ -83,13 +83,33 @@ async def test_code_lens_titles_for_rewritable_and_blocked_functions(server, uri
     assert [(lens.range.start.line, lens.command.title, lens.command.command) for lens in found] == [
         (6, "2 GPU ops run synchronously · Make asynchronous", "gpu-async.makeAsynchronous"),
         (15, "async rewrite blocked: unexpected pre-existing gpu.wait (line 18)",
-         "gpu-async.showBlocker")]
+         "gpu-async.showBlocker"),
+        (15, "Thread the token through it as LLVM 22 does", "gpu-async.makeAsynchronous")]
     assert located(server, uri, found[0].range) == (7, "@scale")
+
+
+async def test_code_lens_llvm22_command_threads_through_the_blocker(server, uri):
+    """The blocked function's second lens applies LLVM 22's rewrite of it."""
+    await opened(server, uri)
+    [_, _, lens] = await lenses(server, uri)
+    assert lens.command.arguments[-1] == "llvm22"
+    before = len(server.client.applied_edits)
+    result = await run_lens(server, lens)
+    if server.client_name == "minimal":
+        assert result == {"applied": False}
+        return
+    assert result == {"applied": True}
+    [params] = server.client.applied_edits[before:]
+    edit = params.edit
+    edits = edit.document_changes[0].edits if edit.document_changes else edit.changes[uri]
+    name = lens.command.arguments[1]
+    assert apply_text_edits(server.texts[uri], edits, server.encoding) == fix_function(
+        DOC, name, "llvm22")
 
 
 async def test_code_lens_command_applies_the_functions_rewrite_through_apply_edit(server, uri):
     await opened(server, uri)
-    [lens, _] = await lenses(server, uri)
+    [lens, _, _] = await lenses(server, uri)
     before = len(server.client.applied_edits)
     result = await run_lens(server, lens)
     if server.client_name == "minimal":  # no workspace.applyEdit: told to use the action
@@ -111,7 +131,7 @@ async def test_code_lens_command_applies_the_functions_rewrite_through_apply_edi
 
 async def test_code_lens_blocked_command_shows_the_blocker(server, uri):
     await opened(server, uri)
-    [_, lens] = await lenses(server, uri)
+    [_, lens, _] = await lenses(server, uri)
     before = len(server.client.shown_documents)
     result = await run_lens(server, lens)
     rng = types.Range(types.Position(**result["range"]["start"]),
@@ -394,7 +414,7 @@ async def test_code_lens_command_when_the_editor_does_not_apply_the_edit(start_s
     uri = "file:///e2e/test_features/apply_edit_" + answer + ".mlir"
     await opened(server, uri)
     server.client.apply_edit_answer = answer
-    [lens, _] = await lenses(server, uri)
+    [lens, _, _] = await lenses(server, uri)
     assert await run_lens(server, lens) == {"applied": False}
     assert len(server.client.applied_edits) == 1
     if answer != "refused":

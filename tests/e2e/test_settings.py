@@ -169,3 +169,33 @@ async def test_settings_severity_override_quickfix_still_offered(start_server, u
     assert [(a.title, a.is_preferred) for a in quickfixes] == [
         ("Make GPU ops in @h asynchronous", True)]
     assert [diag_summary(d) for d in quickfixes[0].diagnostics] == [diag_summary(hint)]
+
+
+HINT_G = ("sync-gpu-ops", 4, "1 GPU op in @g runs synchronously", (4, 10, 4, 12))
+LLVM22 = sorted([HINT_G, HINT_H])
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["direct", "gpuAsyncLsp"])
+async def test_settings_semantics_llvm22_threads_through_waits(start_server, uri, nested):
+    """`semantics: llvm22`: the pre-existing gpu.wait in @g is no error, @g gets its rewrite
+    hint, and the file-wide action gives `check --fix --semantics llvm22`'s text; back to
+    `original` by didChangeConfiguration, the error is back."""
+    from tests.e2e.lsp_session import check_fix
+
+    session = await start_server("vscode", initialization_options=wrap(
+        {"semantics": "llvm22"}, nested))
+    assert summaries(await session.open_and_wait(uri, DOC)) == LLVM22
+    actions = await session.code_actions(uri)
+    [fix_all] = [a for a in actions if a.kind == "source.fixAll.gpuAsync"]
+    fixed = session.applied(fix_all, uri)
+    assert fixed == check_fix(DOC, "llvm22") and fixed != check_fix(DOC)
+    n = len(session.published_for(uri))
+    session.change_configuration({"semantics": "original"}, nested=nested)
+    await republished(session, uri, DEFAULT, n)
+
+
+async def test_settings_invalid_semantics_one_warning_original_used(start_server, uri):
+    session = await start_server("vscode", initialization_options={"semantics": "llvm23"})
+    assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
+    assert any("'semantics' must be one of original, llvm22" in m.message
+               for m in session.warnings)

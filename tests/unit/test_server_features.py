@@ -257,7 +257,8 @@ def lenses(text: str, strict: bool = False, encoding: str = "utf-16"):
 def test_features_code_lenses_for_rewritable_and_blocked_functions():
     assert lenses(DOC) == [
         ("3 GPU ops run synchronously · Make asynchronous", 12, 0),
-        ("async rewrite blocked: unexpected pre-existing gpu.wait (line 22)", 20, 0)]
+        ("async rewrite blocked: unexpected pre-existing gpu.wait (line 22)", 20, 0),
+        ("Thread the token through it as LLVM 22 does", 20, 0)]
 
 
 def test_features_code_lens_on_one_op_is_singular_and_names_repeat_per_chunk():
@@ -311,3 +312,34 @@ def test_features_code_lens_sits_on_the_name_after_non_ascii_text(encoding):
             "  %a = gpu.alloc (%n) : memref<?xf32>\r\n  return\r\n}\r\n")
     assert lenses(text, encoding=encoding) == [
         ("1 GPU op runs synchronously · Make asynchronous", 1, 0)]
+
+
+WAITS = """\
+func.func @f(%n: index, %dep: !gpu.async.token) {
+  %a = gpu.alloc (%n) : memref<?xf32>
+  %u = gpu.wait async [%dep]
+  gpu.dealloc %a : memref<?xf32>
+  gpu.wait
+  return
+}
+"""
+
+
+def test_features_llvm22_hints_and_hover_show_the_token_threaded_into_a_wait():
+    """With LLVM 22's semantics a pre-existing gpu.wait is no blocker: the hints say what it
+    gains and which token is current after it, hover says the same in words."""
+    from gpu_async_lsp.ide.analysis import Analyzer
+
+    a = Analyzer(semantics="llvm22").analyze(WAITS, 1)
+    assert [f.code for f in a.findings] == ["sync-gpu-ops"]
+    labels = [h.label for _, h in features.inlay_hints(a, 0, len(WAITS))]
+    assert labels == ["%t0 = gpu.wait async", "async [%t0] → %t1", "+ [%t1] → %u",
+                      "async [%u] → %t2", "+ [%t2] → no token"]
+    index = LineIndex(WAITS)
+    markdown, _ = features.hover(a, WAITS.index("gpu.wait async") + 2,
+                                 lambda o: index.line_of(o) + 1)
+    assert "also wait on `%t1`, the token of `gpu.alloc` (line 2)" in markdown
+    assert "`%u` is awaited by `gpu.dealloc` (line 4)" in markdown
+    markdown, _ = features.hover(a, WAITS.index("  gpu.wait\n") + 3,
+                                 lambda o: index.line_of(o) + 1)
+    assert "The host waits here" in markdown
