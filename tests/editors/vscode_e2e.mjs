@@ -144,8 +144,11 @@ async function lensHintsHoverDefinition(page) {
   const lensLink = editor.locator(".codelens-decoration a", { hasText: lens.title }).first();
   await lensLink.waitFor({ state: "visible", timeout: 30000 });
   const funcLine = editor.locator(".view-line", { hasText: lens.funcText }).first();
-  const lensBox = await lensLink.boundingBox();
-  const funcBox = await funcLine.boundingBox();
+  // A refresh may re-render the lens between the wait and the measurement (boundingBox null).
+  const { lensBox, funcBox } = await until("the code lens and the function laid out", async () => {
+    const boxes = { lensBox: await lensLink.boundingBox(), funcBox: await funcLine.boundingBox() };
+    return boxes.lensBox && boxes.funcBox ? boxes : undefined;
+  }, 10000);
   const gap = funcBox.y - (lensBox.y + lensBox.height);
   log(`code lens "${(await lensLink.innerText()).trim()}", ${gap.toFixed(1)} px above the function`);
   if (gap < -1 || gap > funcBox.height) {
