@@ -86,46 +86,98 @@ def reference(chunks: list[str], *, allow_unregistered: bool = False) -> list[Ch
     return [ChunkResult(a.output if r.ok else None, r.stderr) for r, a in zip(ran, again)]
 
 
-# What the rewrite may insert into an existing line: a token result
+# What the original rewrite may change: insert into an existing line a token result
 # (`%t = ` before the op, `, %t` after its results), `async [%t]` after the op name, `async ` and
 # a dependency into an existing `[...]` list, and a whole `gpu.wait` statement where the op (or
-# a closing brace) shares its line with text before it.
-_INLINE_INSERTIONS = [re.compile(p) for p in (
-    r"%t\d+ = gpu\.wait async ", r"gpu\.wait \[%t\d+\] ", r"%t\d+ = ", r", %t\d+",
-    r" async \[%t\d+\]", r"async ", r"%t\d+, ", r"%t\d+")]
-# A line the rewrite inserts: the `gpu.wait` statements, indented.
-_INSERTED_LINE = re.compile(r"[ \t]*(%t\d+ = gpu\.wait async|gpu\.wait \[%t\d+\])\r?\n?")
+# a closing brace) shares its line with text before it; insert whole `gpu.wait` lines. It only
+# ever inserts its fresh `%tN`.
+#
+# LLVM 22's rules also thread the function's own tokens (any SSA name, `%r#0`, several at once)
+# into pre-existing waits and async ops, and add a `[%tok]` list where there was none; its
+# async.execute phases add results (`, %tN`, `-> !async.value<!gpu.async.token>`), operands
+# (`(%v as %a: ...)`), yielded values (`async.yield %t : !gpu.async.token`), `async.await`
+# lines, rename a use to a fresh `%tN`, and move a synchronous `gpu.wait` out of a body (its
+# line erased; after an `async.await`, a `gpu.wait` line, without tokens maybe).
+_FRESH = r"%t\d+"
+_ANY = r"%[\w$.\-]+(?:#\d+)?"
+_LIST = rf"{_ANY}(?:, {_ANY})*?"  # lazy: `%a, ` before `%b, %c` is one insertion
+_VALUE = r"!async\.value<!gpu\.async\.token>"
+_GPU_TOKEN = r"!gpu\.async\.token"
+_OPERAND = rf"{_ANY} as {_ANY}: {_VALUE}"
 
 
-def untouched_lines_survive(original: str, fixed: str) -> str | None:
-    """Every line of `original` survives in `fixed` byte for byte and in order, except that the
-    rewrite may insert whole `gpu.wait` lines and insert (never remove) token text into a line.
-    Lines are compared with their endings: CRLF stays CRLF, a missing final newline
-    stays missing. Returns a description of the first violation, or None.
+@dataclass(frozen=True)
+class _Changes:
+    inline: tuple[re.Pattern, ...]  # what may be inserted into a line
+    inserted_line: re.Pattern  # a line that may be inserted
+    erased_line: re.Pattern | None  # a line that may be removed
+    rename: re.Pattern | None  # what a name of a line may be replaced by
+
+
+def _compile(*patterns: str) -> tuple[re.Pattern, ...]:
+    return tuple(re.compile(p) for p in patterns)
+
+
+_ORIGINAL_CHANGES = _Changes(
+    _compile(rf"{_FRESH} = gpu\.wait async ", rf"gpu\.wait \[{_FRESH}\] ", rf"{_FRESH} = ",
+             rf", {_FRESH}", rf" async \[{_FRESH}\]", r"async ", rf"{_FRESH}, ", _FRESH),
+    re.compile(rf"[ \t]*({_FRESH} = gpu\.wait async|gpu\.wait \[{_FRESH}\])\r?\n?"),
+    None, None)
+_LLVM22_CHANGES = _Changes(
+    _compile(rf"{_FRESH} = gpu\.wait async ", rf"gpu\.wait \[{_LIST}\] ",
+             rf"{_FRESH} = async\.await {_ANY} : {_VALUE} ", rf"{_FRESH} = ", rf", {_ANY}",
+             rf" async \[{_LIST}\]", r"async ", rf"{_LIST}, ", _LIST, rf" \[{_LIST}\]",
+             rf"-> (?:{_VALUE}|\({_VALUE}(?:, {_VALUE})*\)) ", rf", {_VALUE}", r"\(",
+             rf", {_VALUE}\)", rf" \({_OPERAND}(?:, {_OPERAND})*\)", rf", {_OPERAND}",
+             rf"{_OPERAND}(?:, {_OPERAND})*", rf" {_LIST} : {_GPU_TOKEN}(?:, {_GPU_TOKEN})*",
+             rf", {_GPU_TOKEN}"),
+    re.compile(rf"[ \t]*({_FRESH} = gpu\.wait async(?: \[{_LIST}\])?|gpu\.wait(?: \[{_LIST}\])?"
+               rf"|{_FRESH} = async\.await {_ANY} : {_VALUE}"
+               rf"|async\.yield {_LIST} : {_GPU_TOKEN}(?:, {_GPU_TOKEN})*)\r?\n?"),
+    re.compile(r"[ \t]*gpu\.wait(?: \[[^\]]*\])?[ \t]*(?://[^\n]*)?\r?\n?"),
+    re.compile(_FRESH))
+_NAME = re.compile(_ANY)
+
+
+def untouched_lines_survive(original: str, fixed: str, *, llvm22: bool = False) -> str | None:
+    """Every line of `original` survives in `fixed` byte for byte and in order, except for the
+    changes the rewrite makes (listed above; with `llvm22`, those of LLVM 22's rules too).
+    Lines are compared with their endings: CRLF stays CRLF, a missing final newline stays
+    missing. Returns a description of the first violation, or None.
     """
+    changes = _LLVM22_CHANGES if llvm22 else _ORIGINAL_CHANGES
     orig = original.splitlines(keepends=True)
     new = fixed.splitlines(keepends=True)
-    i = j = 0
-    while i < len(orig) or j < len(new):
-        if i < len(orig) and j < len(new) and new[j] == orig[i]:
-            i += 1
-            j += 1
-        elif j < len(new) and _INSERTED_LINE.fullmatch(new[j]):
-            j += 1
-        elif i < len(orig) and j < len(new) and _is_rewrite_of(orig[i], new[j]):
-            i += 1
-            j += 1
-        elif i < len(orig):
-            got = repr(new[j]) if j < len(new) else "end of text"
-            return f"input line {i + 1} {orig[i]!r} lost or changed (output line {j + 1}: {got})"
-        else:
-            return f"output line {j + 1} {new[j]!r} is neither an input line nor a gpu.wait"
-    return None
+    # A search over (input line, output line): an output line such as `gpu.wait [%t1]` may be
+    # an inserted line or the rewrite of an input `gpu.wait`, so every way is tried.
+    seen: set[tuple[int, int]] = set()
+    work = [(0, 0)]
+    furthest = (0, 0)
+    while work:
+        i, j = work.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(orig) and j == len(new):
+            return None
+        furthest = max(furthest, (i, j))
+        if i < len(orig) and changes.erased_line and changes.erased_line.fullmatch(orig[i]):
+            work.append((i + 1, j))
+        if j < len(new) and changes.inserted_line.fullmatch(new[j]):
+            work.append((i, j + 1))
+        if i < len(orig) and j < len(new) and (
+                new[j] == orig[i] or _is_rewrite_of(orig[i], new[j], changes)):
+            work.append((i + 1, j + 1))
+    i, j = furthest
+    if i < len(orig):
+        got = repr(new[j]) if j < len(new) else "end of text"
+        return f"input line {i + 1} {orig[i]!r} lost or changed (output line {j + 1}: {got})"
+    return f"output line {j + 1} {new[j]!r} is neither an input line nor a gpu.wait"
 
 
-def _is_rewrite_of(line: str, candidate: str) -> bool:
-    """`candidate` is `line` with only the insertions of `_INLINE_INSERTIONS` (each at most a
-    few times, anywhere): a search over (position in line, position in candidate)."""
+def _is_rewrite_of(line: str, candidate: str, changes: _Changes) -> bool:
+    """`candidate` is `line` with only the `changes` (insertions, each at most a few times,
+    anywhere; renames): a search over (position in line, position in candidate)."""
     seen: set[tuple[int, int]] = set()
     work = [(0, 0)]
     while work:
@@ -137,8 +189,12 @@ def _is_rewrite_of(line: str, candidate: str) -> bool:
             return True
         if i < len(line) and j < len(candidate) and line[i] == candidate[j]:
             work.append((i + 1, j + 1))
-        for pattern in _INLINE_INSERTIONS:
+        for pattern in changes.inline:
             m = pattern.match(candidate, j)
             if m:
                 work.append((i, m.end()))
+        if changes.rename is not None and line.startswith("%", i):
+            old, fresh = _NAME.match(line, i), changes.rename.match(candidate, j)
+            if old and fresh:
+                work.append((old.end(), fresh.end()))
     return False

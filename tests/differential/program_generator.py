@@ -199,7 +199,8 @@ class FunctionGenerator:
         else:
             self.emit(depth, f"gpu.dealloc {deps}{dst} : {ty}{self.loc()}")
 
-    def launch(self, scope: Scope, depth: int) -> None:
+    def launch(self, scope: Scope, depth: int, token: str | None = None) -> None:
+        """A `gpu.launch_func`; with `token`, already async (`%tok = gpu.launch_func async`)."""
         kernel = self.rng.choice(list(KERNELS))
         dims = [self.value(scope, INDEX, depth) for _ in range(6)]
         args = [(self.value(scope, ty, depth), ty) for ty in KERNELS[kernel]]
@@ -208,6 +209,8 @@ class FunctionGenerator:
         deps = self.deps(scope)
         self.gpu_ops += 1
         head = f"gpu.launch_func {deps}@kernels::@{kernel}"
+        if token is not None:
+            head = f"{token} = gpu.launch_func async {deps}@kernels::@{kernel}"
         blocks = f"blocks in ({dims[0]}, {dims[1]}, {dims[2]})"
         threads = f"threads in ({dims[3]}, {dims[4]}, {dims[5]})"
         arg_list = f" args({', '.join(f'{v} : {t}' for v, t in args)})" if args else ""
