@@ -18,8 +18,9 @@ mlir/lib/Dialect/GPU/Transforms/AsyncRegionRewriter.cpp:
   over them, so only one use moves whatever their number, the second in use-list order.
 
 Use-list order matters for that, so it is modelled: MLIR puts a new use in front of its value's
-list (parsed uses end up in reverse program order), and replacing all uses of a value (what
-cloning an `async.execute` to add results does to every result) reverses the list.
+list (parsed uses end up in reverse order of creation, and the parser creates an op after the
+ops of its regions), and replacing all uses of a value (what cloning an `async.execute` to add
+results does to every result) reverses the list.
 """
 
 from __future__ import annotations
@@ -215,10 +216,10 @@ class ExecutePhases:
         func = walker.rw.func
         self.executes = [op for op in _post_order(func) if op.name == EXECUTE]
         self.execs: dict[int, ExecutePlan] = {}
+        # MLIR's parser creates an op after the ops of its regions, so the uses an op makes
+        # come after those of the ops inside it: in post-order; each goes in front.
         self.uses: dict[str, list[Use]] = {}
-        for op in func.walk():
-            if op is func:
-                continue
+        for op in _post_order(func):
             for ref in op.uses:
                 self.uses.setdefault(_ref_name(ref), []).insert(0, Use(op, ref))
         self.parent: dict[int, BlockPlan] = {}  # id(item) -> the block plan holding it

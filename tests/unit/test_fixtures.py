@@ -18,8 +18,9 @@ there is none). Goldens are rewritten only on request: `GPU_ASYNC_REGEN=1 pytest
 tests/unit/test_fixtures.py`, and the diff is then reviewed like any code change.
 
 Directives, as comments:
-- on the first line, `// gpu-async-fixture: strict` (analyze in strict scope) and/or
-  `allow-unregistered-dialect` (for mlir-opt-22);
+- on the first line, `// gpu-async-fixture: strict` (analyze in strict scope), `llvm22` (with
+  LLVM 22's semantics instead of the original pass's) and/or `allow-unregistered-dialect` (for
+  mlir-opt-22);
 - in a chunk, `// gpu-async-fixture: no-reference <why>`: mlir-opt-22's pass is not the reference
   for this chunk (a known divergence, explained by `<why>`);
 - in a chunk, `// gpu-async-fixture: not-mlir <why>`: the chunk is not valid MLIR on purpose
@@ -79,6 +80,7 @@ class Fixture:
     path: Path
     text: str
     strict: bool = False
+    semantics: str = "original"
     allow_unregistered: bool = False
     expectations: list[Expectation] = field(default_factory=list)
 
@@ -135,10 +137,11 @@ def load_fixture(path: Path) -> Fixture:
     m = _DIRECTIVE.match(first)
     if m:
         options = m[1].replace(",", " ").split()
-        unknown = set(options) - {"strict", "allow-unregistered-dialect"}
+        unknown = set(options) - {"strict", "llvm22", "allow-unregistered-dialect"}
         if unknown:
             raise ValueError(f"{path.name}: unknown fixture options {sorted(unknown)}")
         fx.strict = "strict" in options
+        fx.semantics = "llvm22" if "llvm22" in options else "original"
         fx.allow_unregistered = "allow-unregistered-dialect" in options
     return fx
 
@@ -158,7 +161,7 @@ def _params(test: str):
 
 def compare_findings(fx: Fixture) -> list[str]:
     """Differences between the findings and the inline expectations (empty when equal)."""
-    analysis = analyze(fx.text, strict=fx.strict)
+    analysis = analyze(fx.text, strict=fx.strict, semantics=fx.semantics)
     index = LineIndex(fx.text)
     actual = [(f.severity, index.line_col_1based(f.start)[0], f.message, f.code)
               for f in analysis.findings]
@@ -184,7 +187,7 @@ def test_golden_fixture_findings_and_fix_match_expectations(path: Path):
     fx = load_fixture(path)
     problems = compare_findings(fx)
 
-    fixed = fix_text(fx.text)
+    fixed = fix_text(fx.text, fx.semantics)
     if REGEN and path.name not in XFAIL:
         if fixed != fx.text:
             fx.expected_path.write_bytes(fixed.encode("utf-8"))
@@ -198,7 +201,8 @@ def test_golden_fixture_findings_and_fix_match_expectations(path: Path):
         expected, golden = fx.text, "the input"
     if fixed != expected:
         problems.append(f"--fix output differs from {golden}:\n{_diff(expected, fixed)}")
-    survival = mlir_reference.untouched_lines_survive(fx.text, fixed)
+    survival = mlir_reference.untouched_lines_survive(
+        fx.text, fixed, llvm22=fx.semantics == "llvm22")
     if survival:
         problems.append(f"--fix changed a line it must keep: {survival}")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
@@ -234,7 +238,7 @@ def _directive(chunk: str, name: str) -> str | None:
 
 
 def plan_chunks(fx: Fixture, fixed: str) -> list[ChunkPlan]:
-    analysis = analyze(fx.text, strict=fx.strict)
+    analysis = analyze(fx.text, strict=fx.strict, semantics=fx.semantics)
     inputs, outputs = split_chunks(fx.text), split_chunks(fixed)
     assert len(inputs) == len(outputs), "the fix added or removed a split marker"
     plans = []
@@ -302,9 +306,9 @@ def test_golden_fixture_fix_matches_mlir_opt_pass(path: Path):
     where nothing blocks the rewrite it equals mlir-opt-22's gpu-async-region on the input."""
     mlir_reference.require_mlir_opt()
     fx = load_fixture(path)
-    fixed = fix_text(fx.text)
+    fixed = fix_text(fx.text, fx.semantics)
     # A file with a syntax error is not rewritten at all, so nothing is compared.
-    compare = not analyze(fx.text).has_syntax_errors
+    compare = not analyze(fx.text, semantics=fx.semantics).has_syntax_errors
     problems = check_against_mlir_opt(plan_chunks(fx, fixed), fx.allow_unregistered, compare)
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
 
@@ -321,7 +325,8 @@ def test_golden_expected_output_matches_mlir_opt_pass(path: Path):
     plans = plan_from_expectations(fx, golden)
     compare = not any(p.syntax_error for p in plans)
     problems = check_against_mlir_opt(plans, fx.allow_unregistered, compare, refused_ok=True)
-    survival = mlir_reference.untouched_lines_survive(fx.text, golden)
+    survival = mlir_reference.untouched_lines_survive(
+        fx.text, golden, llvm22=fx.semantics == "llvm22")
     if survival:
         problems.append(f"the golden changes a line it must keep: {survival}")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
@@ -334,7 +339,7 @@ def test_golden_fixtures_cover_every_finding_code():
         if path.name in XFAIL:
             continue
         fx = load_fixture(path)
-        seen[fx.strict].update(f.code for f in analyze(fx.text, strict=fx.strict).findings)
+        seen[fx.strict].update(f.code for f in analyze(fx.text, strict=fx.strict, semantics=fx.semantics).findings)
     assert set(F.CODES) <= seen[False] | seen[True], set(F.CODES) - (seen[False] | seen[True])
     assert set(F.BLOCKING) <= seen[True], f"not covered in strict scope: {F.BLOCKING - seen[True]}"
 
