@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from gpu_async_lsp.op_tables import KNOWN_OPS
 from gpu_async_lsp.syntax import gpu_formats
-from gpu_async_lsp.syntax.patterns import STRING as _STRING, angle_body
+from gpu_async_lsp.syntax.patterns import OPEN_STRING, STRING as _STRING, angle_body
 
 SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.MULTILINE)
 
@@ -310,7 +310,7 @@ def _brace_re(strings: bool, metadata: bool) -> re.Pattern:
     only a character; without `metadata` neither is `{-#`."""
     return re.compile(
         r'[^{}"/]*+(?:(?P<comment>//[^\n]*)'
-        + (r'|(?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*")' if strings else "")
+        + (rf"|(?P<string>{_STRING})" if strings else "")
         + (r"|(?P<meta>\{-#.*?#-\})" if metadata else "")
         + r'|(?P<open>\{)|(?P<close>\})|/|(?P<quote>")|\Z)',
         re.DOTALL,
@@ -318,8 +318,7 @@ def _brace_re(strings: bool, metadata: bool) -> re.Pattern:
 
 
 _BRACE_RES = {(s, m): _brace_re(s, m) for s in (True, False) for m in (True, False)}
-# What a string that does not close runs over: up to the end of its line (or of the text).
-_OPEN_STRING_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*', re.DOTALL)
+_OPEN_STRING_RE = re.compile(OPEN_STRING, re.DOTALL)
 
 
 def _braces(text: str, start: int, end: int):
