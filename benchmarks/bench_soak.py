@@ -444,7 +444,7 @@ class Soak:
             for uri, _ in docs[:opened]:
                 c.close_document(uri)
             c.barrier()
-            time.sleep(0.5)   # let the server drop what it drops on close
+            time.sleep(1.5)   # let the server drop what it drops once closing is over
             m_closed = memory(c.proc.pid)
             self.rounds.append({"round": r, "opened": opened, "open": m_open,
                                 "closed": m_closed, "seconds": time.perf_counter() - t_round})
@@ -474,7 +474,7 @@ class Soak:
             fresh.finish()
         c.close_document(uri)
         c.barrier()
-        time.sleep(0.5)
+        time.sleep(1.5)   # let the server drop what it drops once closing is over
         self.final["soaked_closed"] = memory(c.proc.pid)
         self.final["soaked_baseline"] = c.baseline
 

@@ -8,12 +8,14 @@ Two moves, both about CPython's cycle collector and allocator, not about LSP:
   alive out of its sight. What the analysis keeps has no reference cycles
   (tests/unit/test_server_analysis.py), so when a document or the cache lets it go, reference
   counting frees it, frozen or not.
-- **Release after closing.** Garbage *with* cycles that happened to be alive at a freeze (a
-  finished request's future and its traceback, say) would stay frozen for good. So once
-  documents have been closed and the server is idle, everything is unfrozen, collected, frozen
-  again, and glibc is asked to give freed memory back to the system (`malloc_trim`): Python's
-  own arenas go back only when wholly empty, but big strings (document texts) live in the C
-  heap, whose top is returned only on request.
+- **Release after closing, and after bursts of big edits.** Objects *with* cycles that were
+  alive at a freeze (the asyncio task of the analysis that just ended, its futures) become
+  garbage that no collection sees: about 16 KB a freeze, which typing in a big function does
+  at every keystroke. So once documents have been closed, or after `RELEASE_AFTER_FREEZES`
+  freezes when the server is idle, everything is unfrozen, collected, frozen again, and glibc
+  is asked to give freed memory back to the system (`malloc_trim`): Python's own arenas go
+  back only when wholly empty, but big strings (document texts) live in the C heap, whose top
+  is returned only on request.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 log = logging.getLogger("gpu_async_lsp.server")
 
 FREEZE_AFTER_ALLOCATIONS = 50_000  # tracked objects an analysis added (a ~7k-line file)
+RELEASE_AFTER_FREEZES = 20  # a release (a full collection) is worth 20 freezes' garbage
 
 
 def _malloc_trim():
@@ -41,13 +44,25 @@ _TRIM = _malloc_trim()
 
 class Heap:
     def __init__(self):
-        self.frozen = False  # something was frozen since the last release
+        self.frozen = False  # something was ever frozen
+        self.freezes = 0  # since the last release
 
     def settle(self, allocations: int) -> None:
         """After an analysis that added `allocations` tracked objects."""
         if allocations >= FREEZE_AFTER_ALLOCATIONS:
             gc.freeze()
             self.frozen = True
+            self.freezes += 1
+
+    @property
+    def release_due(self) -> bool:
+        """A release is worth it when the server is idle next."""
+        return self.freezes >= RELEASE_AFTER_FREEZES
+
+    @property
+    def release_overdue(self) -> bool:
+        """Typing without a pause: release now, not when idle (bounds the frozen garbage)."""
+        return self.freezes >= 10 * RELEASE_AFTER_FREEZES
 
     def release(self) -> None:
         """Collect everything (frozen objects included), then freeze what is left and hand
@@ -57,6 +72,7 @@ class Heap:
         collected = gc.collect()
         if self.frozen:
             gc.freeze()
+        self.freezes = 0
         if _TRIM is not None:
             _TRIM(0)
         log.info("heap released: %d unreachable objects collected", collected)

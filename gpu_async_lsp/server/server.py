@@ -41,7 +41,8 @@ from gpu_async_lsp.text import LineIndex
 log = logging.getLogger("gpu_async_lsp.server")
 
 ANALYSIS_TIMEOUT = 120.0
-RELEASE_DELAY = 1.0  # seconds of quiet after a close before the heap is released
+RELEASE_DELAY = 0.25  # seconds of quiet after a close before the heap is released
+IDLE_RELEASE_DELAY = 5.0  # seconds without analyses before a release that freezes made due
 
 
 class Cancelled(Exception):
@@ -140,15 +141,19 @@ class GpuAsyncServer(LanguageServer):
         self.protocol.send_json_text(responses.publication(uri, None, ""))
         # What the document held is freed by reference counting now; what else can go goes
         # once the closing is over (an editor closes many at once).
+        self.release_later(RELEASE_DELAY)
+
+    def release_later(self, delay: float) -> None:
+        """Release the heap (heap.py) after `delay` seconds without analyses or closes."""
         if self._release is not None:
             self._release.cancel()
-        self._release = asyncio.get_running_loop().call_later(RELEASE_DELAY, self._release_heap)
+        self._release = asyncio.get_running_loop().call_later(delay, self._release_heap,
+                                                              delay)
 
-    def _release_heap(self) -> None:
+    def _release_heap(self, delay: float) -> None:
         self._release = None
         if any(state.running for state in self.documents):
-            self._release = asyncio.get_running_loop().call_later(RELEASE_DELAY,
-                                                                  self._release_heap)
+            self.release_later(delay)
             return
         if not any(state.mlir for state in self.documents):
             self.cache.clear_recent()  # nothing is open: nothing to reopen cheaply
@@ -236,6 +241,10 @@ class GpuAsyncServer(LanguageServer):
                     self.protocol.send_json_text(publication)
                     state.ready.set()
                     self.heap.settle(allocations)
+                    if self.heap.release_overdue:
+                        self.heap.release()
+                    elif self.heap.release_due:
+                        self.release_later(IDLE_RELEASE_DELAY)
                 if not state.dirty and (prepared is None or doc.version == version):
                     return
         finally:

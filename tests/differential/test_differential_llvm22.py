@@ -263,16 +263,11 @@ def test_llvm22_fixed_programs_parse_in_mlir_opt(programs, cli_runs, mlir_runs):
 
 
 def test_llvm22_fix_equals_reference_pass_function_by_function(results):
-    """Every function our rewrite rewrites equals the pass's output for it. The pass's phases
-    on `async.execute` (DeferWait, SingleTokenUse) are not implemented: a function holding
-    one may differ (xfail) until such functions are rewritten like the pass or blocked."""
-    differs = [(p, r) for p, rs in results for r in rs if r.outcome == DIFFERS]
-    real = [f"seed {p.seed} {r.name}:\n{r.detail}" for p, r in differs if not r.async_execute]
-    assert not real, _report(real)
-    if differs:
-        p, r = differs[0]
-        pytest.xfail(f"{len(differs)} functions holding async.execute differ from the pass "
-                     f"(its DeferWait and SingleTokenUse phases), first: seed {p.seed} {r.name}")
+    """Every function our rewrite rewrites equals the pass's output for it, those holding
+    `async.execute` (the DeferWait and SingleTokenUse phases) included."""
+    differs = [f"seed {p.seed} {r.name}:\n{r.detail}" for p, rs in results for r in rs
+               if r.outcome == DIFFERS]
+    assert not differs, _report(differs)
 
 
 def test_llvm22_functions_left_alone_are_left_as_written(results):

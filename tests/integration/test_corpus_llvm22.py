@@ -13,9 +13,9 @@ buddy-mlir, many dialects). For every chunk that mlir-opt-22 parses:
 - every other function (no synchronous GPU op, or blocked: `unsupported-form`, or
   `launch-not-outlined` where the pass fails on a `gpu.launch`) is left as written.
 
-A chunk where only functions holding `async.execute` differ is an xfail (the async.execute
-phases are the newest part of the rewrite); any other difference fails. `pytest -s` shows one
-summary line per corpus (`test_llvm22_corpus_summary`).
+Any difference fails. A chunk our parser cannot read yet (listed in PARSER_GAPS, with the
+syntax it misreads) is a strict xfail: it starts failing, loudly, when the parser reads it.
+`pytest -s` shows one summary line per corpus (`test_llvm22_corpus_summary`).
 """
 
 from __future__ import annotations
@@ -107,12 +107,6 @@ class ChunkRun:
     without_launches: ChunkResult | None = None
     results: list[FunctionResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what fails the chunk's test
-
-    @property
-    def only_async_execute_differs(self) -> bool:
-        differs = [r for r in self.results if r.outcome == DIFFERS]
-        return bool(differs) and all(r.async_execute for r in differs) and len(
-            self.problems) == len(differs)
 
 
 def _fix_with_the_command(texts: list[str]) -> list[str]:
@@ -223,13 +217,27 @@ def corpus_run(corpus: str) -> dict[tuple[str, int], ChunkRun]:
 
 # -- the tests --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("corpus,path,chunk", CHUNKS, ids=[_chunk_id(*c) for c in CHUNKS])
+# Chunks whose syntax our parser misreads (so it cannot rewrite what the pass rewrites).
+PARSER_GAPS = {
+    "wide:examples/MLIRGPU/gpu-vector-contract.mlir#0":
+        "an attribute dictionary on lines of its own after an op name is read as a region",
+}
+
+
+def _params():
+    out = []
+    for c in CHUNKS:
+        cid = _chunk_id(*c)
+        marks = [pytest.mark.xfail(strict=True, reason=PARSER_GAPS[cid])] \
+            if cid in PARSER_GAPS else []
+        out.append(pytest.param(*c, id=cid, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("corpus,path,chunk", _params())
 def test_llvm22_corpus_chunk_equals_pass_function_by_function(corpus, path, chunk):
     _require_corpus(corpus)
     run = corpus_run(corpus)[(path, chunk)]
-    if run.only_async_execute_differs:
-        names = [r.name for r in run.results if r.outcome == DIFFERS]
-        pytest.xfail(f"functions holding async.execute differ from the pass: {names}")
     assert not run.problems, "\n\n".join(run.problems)
 
 
@@ -246,8 +254,8 @@ def test_llvm22_corpus_summary(corpus):
     without_launches = sum(r.outcome in (REWRITTEN, DIFFERS) for c in runs if not c.reference.ok
                            for r in c.results)
     syntax_errors = sum(c.analysis.has_syntax_errors for c in runs)
-    failing = sum(bool(c.problems) and not c.only_async_execute_differs for c in runs)
-    xfailed = sum(c.only_async_execute_differs for c in runs)
+    failing = sum(bool(c.problems) for c in runs)
+    xfailed = sum(_chunk_id(corpus, c.entry["path"], c.index) in PARSER_GAPS for c in runs)
     with_execute = sum(r.async_execute for c in runs for r in c.results if r.outcome == REWRITTEN)
     print(f"\nllvm22 {corpus}: {len(runs)} chunks that mlir-opt-22 parses ({pass_failed} where "
           f"the pass fails on a gpu.launch); functions compared with the pass: {compared} "
@@ -257,5 +265,5 @@ def test_llvm22_corpus_summary(corpus):
           f"synchronous GPU op, {outcomes[BLOCKED]} blocked ({dict(blocked)}); "
           f"{outcomes[NOT_COMPARED]} rewritten where the pass fails (not compared); "
           f"{syntax_errors} chunks left as written for our syntax errors; "
-          f"chunks failing: {failing}, xfail: {xfailed}")
+          f"chunks failing: {failing} ({xfailed} known parser gaps)")
     assert compared, "no function of the corpus was compared with the pass"
