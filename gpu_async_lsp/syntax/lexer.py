@@ -477,7 +477,7 @@ def _comment_start(line: str) -> int | None:
     return None
 
 
-_BLANKS_RE = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
+_BLANKS_RE = re.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+")  # possessive: no state kept per line
 
 
 def _trim_end(text: str, s: int, e: int) -> int:
