@@ -23,6 +23,17 @@ ENCODINGS = (UTF8, UTF16, UTF32)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _OTHER_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _ASCII = re.compile(r"[\x00-\x7f]*\Z")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# Lines at least this long get their wide characters listed once (`LineIndex._wide`): many
+# positions on one long line then cost a bisection each, not a scan of the line each.
+_LONG_LINE = 512
+
+
+def _width(cp: int, encoding: str) -> int:
+    """Code units of `encoding` taken by the code point `cp`."""
+    if encoding == UTF16:
+        return 2 if cp > 0xFFFF else 1
+    return 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
 
 
 def _units(s: str, encoding: str) -> int:
@@ -54,6 +65,29 @@ def _offset_in_line(line: str, units: int, encoding: str) -> int:
     return len(line)
 
 
+def _offset_in_wide_line(wide: tuple[list[int], list[int]], length: int, units: int) -> int:
+    """`_offset_in_line` for a line of `length` code points whose wide characters are `wide`
+    (see `LineIndex._wide_chars`), by bisection."""
+    if units <= 0:
+        return 0
+    columns, extra = wide
+
+    def units_before(col: int) -> int:  # code units of the line's first `col` code points
+        return col + extra[bisect.bisect_left(columns, col)]
+
+    if units_before(length) < units:
+        return length
+    lo, hi = 1, length  # the first column after which `units` are reached
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if units_before(mid) >= units:
+            hi = mid
+        else:
+            lo = mid + 1
+    # A column inside a character points at that character.
+    return lo if units_before(lo) == units else lo - 1
+
+
 @dataclass(frozen=True)
 class Position:
     """A zero-based line and a column in code units of some encoding."""
@@ -73,10 +107,11 @@ def placed(relative: tuple[int, int], base: tuple[int, int]) -> tuple[int, int]:
 class LineIndex:
     """Line starts of one text, for conversions in any position encoding."""
 
-    __slots__ = ("text", "_starts")
+    __slots__ = ("text", "_starts", "_wide")
 
     def __init__(self, text: str):
         self.text = text
+        self._wide: dict[tuple[int, str], tuple[list[int], list[int]]] = {}
         if _OTHER_BREAKS.search(text) is None:
             # str.splitlines also splits at \v, \f, U+2028, ...: only without those is it
             # LSP's notion of a line (and far faster than a Python loop over a 50k-line text).
@@ -99,6 +134,7 @@ class LineIndex:
             return LineIndex(new_text)
         index = LineIndex.__new__(LineIndex)
         index.text = new_text
+        index._wide = {}
         delta = new_end - old_end
         starts = self._starts
         k = bisect.bisect_right(starts, start)
@@ -128,6 +164,27 @@ class LineIndex:
     def line_text(self, line: int) -> str:
         return self.text[self._starts[line] : self.line_end(line)]
 
+    def _wide_chars(self, line: int, encoding: str) -> tuple[list[int], list[int]] | None:
+        """For a long line: the columns (code points) of its characters wider than one code
+        unit of `encoding`, and the extra units before each (one more entry: all of them);
+        None for a short line or UTF-32."""
+        start, end = self._starts[line], self.line_end(line)
+        if end - start < _LONG_LINE or encoding == UTF32:
+            return None
+        key = (line, encoding)
+        found = self._wide.get(key)
+        if found is None:
+            columns: list[int] = []
+            extra = [0]
+            text = self.text
+            for m in _NON_ASCII.finditer(text, start, end):
+                w = _width(ord(text[m.start()]), encoding) - 1
+                if w:
+                    columns.append(m.start() - start)
+                    extra.append(extra[-1] + w)
+            found = self._wide[key] = (columns, extra)
+        return found
+
     def position(self, offset: int, encoding: str = UTF16) -> Position:
         """Zero-based line and column (in `encoding` units) of a text offset."""
         offset = max(0, min(offset, len(self.text)))
@@ -135,6 +192,11 @@ class LineIndex:
         start = self._starts[line]
         # An offset between "\r" and "\n" belongs to the end of the line.
         col_end = min(offset, self.line_end(line))
+        wide = self._wide_chars(line, encoding)
+        if wide is not None:
+            columns, extra = wide
+            col = col_end - start
+            return Position(line, col + extra[bisect.bisect_left(columns, col)])
         return Position(line, _units(self.text[start:col_end], encoding))
 
     def offset(self, position: Position, encoding: str = UTF16) -> int:
@@ -145,6 +207,9 @@ class LineIndex:
         if line >= len(self._starts):
             return len(self.text)
         start, end = self._starts[line], self.line_end(line)
+        wide = self._wide_chars(line, encoding)
+        if wide is not None:
+            return start + _offset_in_wide_line(wide, end - start, position.character)
         return start + _offset_in_line(self.text[start:end], position.character, encoding)
 
     def line_col_1based(self, offset: int) -> tuple[int, int]:
