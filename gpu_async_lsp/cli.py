@@ -92,6 +92,7 @@ class CheckOptions:
     diff: bool = False
     strict: bool = False
     semantics: str = ORIGINAL
+    thread_launch: bool = False
     # Processes one big buffer may be shared among (files checked in turn only: the workers of
     # a file pool do not fork again).
     buffer_jobs: int = 1
@@ -185,7 +186,8 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     """
     with gc_paused():
         findings, edits, rewritten, syntax_errors = analyze_in_shares(
-            text, options.strict, options.buffer_jobs, options.semantics)
+            text, options.strict, options.buffer_jobs, options.semantics,
+            options.thread_launch)
         fixed = text
         if (options.fix or options.diff) and not syntax_errors:
             fixed, findings = findings_after_fix(text, findings, edits, rewritten)
@@ -459,7 +461,7 @@ def _run_parallel(files, displays, options, jobs, on_result, progress):
 
 def run_check(args, stdin, stdout, stderr) -> int:
     options = CheckOptions(fix=args.fix, diff=args.diff, strict=args.strict,
-                           semantics=args.semantics)
+                           semantics=args.semantics, thread_launch=args.thread_launch)
     paths = args.paths or ([STDIN] if args.stdin_filename else ["."])
     if STDIN in paths and len(paths) > 1:
         print(f"{PROG} check: error: '-' (stdin) cannot be combined with other paths",
@@ -658,6 +660,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="which pass the rewrite follows: original (the default: the 2020 "
                             "pass, which refuses pre-existing gpu.wait and async ops) or "
                             "llvm22 (LLVM 22's, which threads the token through them)")
+    check.add_argument("--thread-launch", action="store_true",
+                       help="thread the token through inline gpu.launch ops too (their kernel "
+                            "bodies stay as written) instead of reporting launch-not-outlined")
     check.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                        help="text (default), json, github (workflow commands; hints are "
                             "omitted) or sarif (2.1.0)")

@@ -30,10 +30,11 @@ MIN_PARALLEL_CHARS = 400_000
 ShareResult = tuple[list[Finding], list[TextEdit], set[tuple[int, int]], bool]
 
 
-def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, semantics: str,
+def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, rules: tuple,
                    layout=None) -> ShareResult:
+    semantics, thread_launch = rules
     analysis = analyze(parse_document(text, LeafShare(lo, hi), layout), strict=strict,
-                       semantics=semantics)
+                       semantics=semantics, thread_launch=thread_launch)
     return (analysis.findings, analysis.edits(), analysis.rewritten_anchors(),
             analysis.has_syntax_errors)
 
@@ -51,9 +52,10 @@ def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
 
 
-def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGINAL
-                      ) -> ShareResult:
+def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGINAL,
+                      thread_launch: bool = False) -> ShareResult:
     """Findings, edits, rewritten-function anchors and whether any syntax error was found."""
+    semantics = (semantics, thread_launch)  # the rules, as the workers take them
     if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or "fork" not in multiprocessing.get_all_start_methods():
         return _analyze_share(text, 0, None, strict, semantics)
     layout = split_document(text)
@@ -94,7 +96,7 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
     return ordered, edits, anchors, errors
 
 
-def _child(writer, text: str, lo: int, hi: int | None, strict: bool, semantics: str,
+def _child(writer, text: str, lo: int, hi: int | None, strict: bool, semantics: tuple,
            layout) -> None:
     try:
         writer.send_bytes(pickle.dumps(_analyze_share(text, lo, hi, strict, semantics, layout)))

@@ -175,6 +175,7 @@ class FunctionRewrite:
     edits: list[TextEdit] = field(default_factory=list)
     steps: list[AsyncStep | WaitStep | ThreadStep] = field(default_factory=list)  # walk order
     semantics: str = ORIGINAL
+    thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
 
     @property
     def rewritable(self) -> bool:
@@ -194,6 +195,7 @@ class ThreadTokenWalker:
         self.text = text
         self.rw = rewrite
         self.llvm22 = rewrite.semantics == LLVM22
+        self.thread_launch = rewrite.thread_launch
         self.names = NameAllocator(_used_names(text, rewrite.func))
         self.current_token: str | None = None
         self.blocks: list[BlockPlan] = []  # in the walk's order
@@ -228,6 +230,8 @@ class ThreadTokenWalker:
             self.visit(op)
             bplan.items.append(op)
             frame[3] = self.current_token
+            if op.name == "gpu.launch" and self.thread_launch:
+                continue  # its body is device code: neither walked nor changed
             # Each nested block starts with no current token.
             stack.extend([inner.ops, 0, self.block_plan(inner, region, op), None]
                          for region in reversed(op.regions) for inner in reversed(region.blocks))
@@ -246,7 +250,7 @@ class ThreadTokenWalker:
 
     def visit(self, op: Op) -> None:
         name = op.name
-        if name == "gpu.launch":
+        if name == "gpu.launch" and not self.thread_launch:
             self.block(op, F.LAUNCH_NOT_OUTLINED, op_error(name, "replace with gpu.launch_func first"))
             return
         if name == "gpu.wait":
@@ -275,7 +279,9 @@ class ThreadTokenWalker:
             else:
                 self.block(op, F.ALREADY_ASYNC, op_error(op.name, "is already async"))
             return
-        if op.regions and not self.llvm22:  # LLVM 22 clones the regions into the async op
+        # LLVM 22 clones the regions into the async op; a gpu.launch keeps its body (outlining
+        # turns it into a gpu.launch_func that keeps the launch's async dependencies).
+        if op.regions and not self.llvm22 and op.name != "gpu.launch":
             self.block(op, F.ASYNC_OP_WITH_REGIONS, op_error(op.name, "regions are not supported"))
             return
         self.rw.sync_ops.append(op)
@@ -444,9 +450,10 @@ def host_functions(doc: Document):
                 work.extend(reversed(block.ops))
 
 
-def analyze_function(text: str, func: Op, semantics: str = ORIGINAL) -> FunctionRewrite:
+def analyze_function(text: str, func: Op, semantics: str = ORIGINAL,
+                     thread_launch: bool = False) -> FunctionRewrite:
     name = func.symbol_name.path[0] if func.symbol_name else "@<anonymous>"
-    rw = FunctionRewrite(func, name, semantics=semantics)
+    rw = FunctionRewrite(func, name, semantics=semantics, thread_launch=thread_launch)
     walker = ThreadTokenWalker(text, rw)
     walker.visit_blocks(func)
     if semantics == LLVM22:
@@ -460,9 +467,10 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def analyze(source: str | Document, strict: bool = False,
-            semantics: str = ORIGINAL) -> Analysis:
+            semantics: str = ORIGINAL, thread_launch: bool = False) -> Analysis:
     """Findings and planned edits for a buffer (or an already parsed document), with the
-    rules of the `semantics` pass (ORIGINAL or LLVM22)."""
+    rules of the `semantics` pass (ORIGINAL or LLVM22); with `thread_launch`, an inline
+    `gpu.launch` is threaded like any other async op instead of blocking its function."""
     doc = parse_document(source) if isinstance(source, str) else source
     text = doc.text
     findings: list[Finding] = [
@@ -471,7 +479,7 @@ def analyze(source: str | Document, strict: bool = False,
     ]
     functions = []
     for func in host_functions(doc):
-        rw = analyze_function(text, func, semantics)
+        rw = analyze_function(text, func, semantics, thread_launch)
         functions.append(rw)
         if rw.blockers and (strict or rw.has_work):
             related = tuple(
@@ -494,9 +502,9 @@ def analyze(source: str | Document, strict: bool = False,
     return Analysis(doc, findings, functions, strict)
 
 
-def fix_text(text: str, semantics: str = ORIGINAL) -> str:
+def fix_text(text: str, semantics: str = ORIGINAL, thread_launch: bool = False) -> str:
     """The buffer with every rewritable function rewritten (unchanged if it has syntax errors)."""
-    a = analyze(text, semantics=semantics)
+    a = analyze(text, semantics=semantics, thread_launch=thread_launch)
     if a.has_syntax_errors:
         return text
     return a.fixed_text()

@@ -58,14 +58,14 @@ class FunctionInfo:
     first_blocker: str | None
     edits: tuple[TextEdit, ...]
     blocker_span: tuple[int, int] | None = None  # where the first blocker is
-    # A function the original pass refuses only for its pre-existing gpu.waits or async ops:
-    # LLVM 22's rewrite of it (the quick fix of those blockers), else empty.
-    llvm22_edits: tuple[TextEdit, ...] = ()
+    # Other rewrites of a blocked function that get past its blockers (the quick fixes of
+    # those blockers): (variant, its edits), variants as in VARIANT_BLOCKERS.
+    variants: tuple[tuple[str, tuple[TextEdit, ...]], ...] = ()
     blocker_spans: tuple[tuple[int, int], ...] = ()  # every blocker, in text order
+    blocker_codes: tuple[str, ...] = ()  # of each blocker
 
-    @property
-    def llvm22_fixable(self) -> bool:
-        return bool(self.llvm22_edits)
+    def variant_edits(self, variant: str) -> tuple[TextEdit, ...] | None:
+        return next((edits for name, edits in self.variants if name == variant), None)
 
 
 class UnitResult:
@@ -177,6 +177,7 @@ class DocumentAnalysis:
     chunks: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     memo: dict = dataclasses.field(default_factory=dict)  # per-version request results
     semantics: str = ORIGINAL
+    options: tuple = ()  # the analyzer's settings (strict, semantics, thread_launch)
 
     def unit_at(self, offset: int) -> PlacedUnit | None:
         """The unit whose text holds `offset` (its end included)."""
@@ -248,28 +249,46 @@ def _shift_function(fn: FunctionInfo, delta: int) -> FunctionInfo:
         anchor=(fn.anchor[0] + delta, fn.anchor[1] + delta),
         blocker_span=(span[0] + delta, span[1] + delta) if span else None,
         edits=tuple(TextEdit(e.start + delta, e.end + delta, e.new_text) for e in fn.edits),
-        llvm22_edits=tuple(TextEdit(e.start + delta, e.end + delta, e.new_text)
-                           for e in fn.llvm22_edits),
+        variants=tuple((name, tuple(TextEdit(e.start + delta, e.end + delta, e.new_text)
+                                    for e in edits)) for name, edits in fn.variants),
         blocker_spans=tuple((s + delta, e + delta) for s, e in fn.blocker_spans))
 
 
-# What LLVM 22's pass threads through where the original one refuses.
-LLVM22_THREADS = frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC, F.ASYNC_OP_WITH_REGIONS})
+# The other rewrites of a blocked function, and the blockers each gets past: LLVM 22's
+# (it threads through pre-existing waits and async ops where the original pass refuses),
+# and the one that threads an inline gpu.launch too.
+LLVM22_VARIANT = "llvm22"
+LAUNCH_VARIANT = "launch"
+VARIANT_BLOCKERS = {
+    LLVM22_VARIANT: frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC, F.ASYNC_OP_WITH_REGIONS}),
+    LAUNCH_VARIANT: frozenset({F.LAUNCH_NOT_OUTLINED}),
+}
+
+
+def _variants(source: str, fn: FunctionRewrite) -> tuple:
+    codes = {b.code for b in fn.blockers}
+    if not codes:
+        return ()
+    out = []
+    if fn.semantics == ORIGINAL and codes <= VARIANT_BLOCKERS[LLVM22_VARIANT]:
+        other = analyze_function(source, fn.func, LLVM22, fn.thread_launch)
+        if other.rewritable:
+            out.append((LLVM22_VARIANT, tuple(other.edits)))
+    if not fn.thread_launch and codes <= VARIANT_BLOCKERS[LAUNCH_VARIANT]:
+        other = analyze_function(source, fn.func, fn.semantics, True)
+        if other.rewritable:
+            out.append((LAUNCH_VARIANT, tuple(other.edits)))
+    return tuple(out)
 
 
 def _function_info(source: str, fn: FunctionRewrite, anchor: tuple[int, int]) -> FunctionInfo:
     first = fn.blockers[0] if fn.blockers else None
-    llvm22: tuple[TextEdit, ...] = ()
-    if fn.semantics == ORIGINAL and fn.has_work and fn.blockers \
-            and {b.code for b in fn.blockers} <= LLVM22_THREADS:
-        other = analyze_function(source, fn.func, LLVM22)
-        if other.rewritable:
-            llvm22 = tuple(other.edits)
     return FunctionInfo(fn.name, fn.func.start, fn.func.end, anchor, len(fn.sync_ops),
                         fn.rewritable, first.message if first else None,
                         tuple(fn.edits) if fn.rewritable else (),
-                        (first.start, first.end) if first else None, llvm22,
-                        tuple((b.start, b.end) for b in fn.blockers))
+                        (first.start, first.end) if first else None, _variants(source, fn),
+                        tuple((b.start, b.end) for b in fn.blockers),
+                        tuple(b.code for b in fn.blockers))
 
 
 class Analyzer:
@@ -277,11 +296,12 @@ class Analyzer:
     analyzers of other settings may share (the settings are part of each key)."""
 
     def __init__(self, strict: bool = False, cache: UnitCache | None = None,
-                 semantics: str = ORIGINAL):
+                 semantics: str = ORIGINAL, thread_launch: bool = False):
         self.strict = strict
         self.semantics = semantics
+        self.thread_launch = thread_launch
         self.cache = cache if cache is not None else UnitCache()
-        self._options = (strict, semantics)
+        self._options = (strict, semantics, thread_launch)
         self.last_allocations = 0
 
     def analyze(self, text: str, version: int | None = None,
@@ -296,8 +316,7 @@ class Analyzer:
 
     def _analyze(self, text: str, version: int | None,
                  previous: DocumentAnalysis | None) -> DocumentAnalysis:
-        if previous is not None and previous.text is not text and previous.strict == self.strict \
-                and previous.semantics == self.semantics:
+        if previous is not None and previous.text is not text and previous.options == self._options:
             quick = self._reuse(text, version, previous)
             if quick is not None:
                 return quick
@@ -311,7 +330,8 @@ class Analyzer:
             errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed,
                                   containers)
         return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
-                                containers, chunks, semantics=self.semantics)
+                                containers, chunks, semantics=self.semantics,
+                                options=self._options)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
                findings: list, placed: list, containers: list) -> bool:
@@ -379,7 +399,8 @@ class Analyzer:
         chunks = [(s + delta, e + delta) if s >= old_end else (s, e + delta if e >= old_end else e)
                   for s, e in previous.chunks]
         result = DocumentAnalysis(version, text, placed, headers, errors, self.strict,
-                                  containers, chunks, semantics=self.semantics)
+                                  containers, chunks, semantics=self.semantics,
+                                options=self._options)
         # Results derived from the whole document that a change of some units may leave valid
         # (server/features.py decides): offered to the new analysis with the indices of the
         # units changed since they were made (versions nobody asked about pass them on).
@@ -397,7 +418,8 @@ class Analyzer:
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        result = analyze_unit(source, dialect, device, self.strict, self.semantics)
+        result = analyze_unit(source, dialect, device, self.strict, self.semantics,
+                              self.thread_launch)
         self.cache.put(key, result)
         return result
 
@@ -437,7 +459,7 @@ def changed_span(old: str, new: str) -> tuple[int, int, int]:
 
 
 def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
-                 semantics: str = ORIGINAL) -> UnitResult:
+                 semantics: str = ORIGINAL, thread_launch: bool = False) -> UnitResult:
     """Findings and functions of one leaf unit, given as its own text (offsets relative)."""
     items, issue = parse_unit_tokens(source, tokenize_lines(source, 0, len(source), OP_WORDS),
                                      dialect, len(source))
@@ -445,7 +467,8 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
     chunk = Chunk(0, len(source), [] if device else list(ops))  # device code: syntax only
     if issue is not None:
         chunk.errors.append(issue)
-    analysis = analyze(Document(source, [chunk]), strict=strict, semantics=semantics)
+    analysis = analyze(Document(source, [chunk]), strict=strict, semantics=semantics,
+                       thread_launch=thread_launch)
     functions = tuple(_function_info(source, fn, hint_anchor(fn.func))
                       for fn in analysis.functions)
     return UnitResult(source, tuple(analysis.findings), functions, issue is not None, ops,

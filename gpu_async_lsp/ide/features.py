@@ -680,7 +680,7 @@ class Lens:
     function: str
     nth: int
     blocker: bool
-    llvm22: bool = False  # applies LLVM 22's rewrite (threading through the blockers)
+    variant: str | None = None  # applies another rewrite past the blockers (FunctionInfo)
 
 
 def code_lenses(a: DocumentAnalysis, index: LineIndex, encoding: str) -> list[tuple]:
@@ -705,21 +705,22 @@ def code_lenses(a: DocumentAnalysis, index: LineIndex, encoding: str) -> list[tu
         base = (p.line, p.character)
         lenses = [Lens(placed(start, base), placed(end, base),
                        title if blocker is None else f"{title} (line {base[0] + blocker + 1})",
-                       functions[i].name, nths[i], blocker is not None, llvm22)
-                  for i, start, end, title, blocker, llvm22 in relative]
+                       functions[i].name, nths[i], blocker is not None, variant)
+                  for i, start, end, title, blocker, variant in relative]
         out.append((unit, (base, tuple(nths)), lenses))
     return out
 
 
-LLVM22_LENS = "Thread the token through it as LLVM 22 does"
+VARIANT_LENSES = {"llvm22": "Thread the token through it as LLVM 22 does",
+                  "launch": "Make asynchronous, gpu.launch included"}
 
 
 def _unit_lenses(result, strict: bool, encoding: str) -> list[tuple]:
     """The lenses of one unit, kept with it: (index of the function in the unit, start and
     end of its name as (line, column) relative to the unit, title without the blocker's line,
-    line of the blocker relative to the unit or None, whether it applies LLVM 22's rewrite).
-    Placing them costs one position per unit, not one per lens. A function that only LLVM 22's
-    pass can rewrite gets a second lens that does it."""
+    line of the blocker relative to the unit or None, the other rewrite it applies or None).
+    Placing them costs one position per unit, not one per lens. A blocked function that
+    another rewrite gets past (LLVM 22's, or with gpu.launch threaded) gets a lens for it."""
     key = ("lenses", encoding)
     cached = result.memo.get(key)
     if cached is None:
@@ -739,8 +740,8 @@ def _unit_lenses(result, strict: bool, encoding: str) -> list[tuple]:
             e = index.position(fn.anchor[1], encoding)
             blocker = None if fn.rewritable else index.line_of(fn.blocker_span[0])
             place = (i, (s.line, s.character), (e.line, e.character))
-            cached.append((*place, title, blocker, False))
-            if fn.llvm22_fixable:
-                cached.append((*place, LLVM22_LENS, None, True))
+            cached.append((*place, title, blocker, None))
+            for variant, _ in fn.variants:
+                cached.append((*place, VARIANT_LENSES[variant], None, variant))
         result.memo[key] = cached
     return cached

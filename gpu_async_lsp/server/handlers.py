@@ -114,16 +114,17 @@ async def make_asynchronous(ls: GpuAsyncServer, *args):
     if state is None:
         raise JsonRpcInvalidParams(f"{args[0]} is not an open MLIR document")
     fn = _lens_function(state, args)
-    llvm22 = len(args) > 3 and args[3] == "llvm22"  # LLVM 22's rewrite, through the blockers
+    # Another rewrite of a blocked function, past its blockers (FunctionInfo.variants).
+    variant = args[3] if len(args) > 3 and isinstance(args[3], str) else None
     if not ls.client.apply_edit:
         ls.show_warning("this client cannot apply edits sent by the server; use the code "
                         f"action 'Make GPU ops in {fn.name} asynchronous' instead")
         return {"applied": False}
-    if not (fn.llvm22_fixable if llvm22 else fn.rewritable):
+    if not (fn.rewritable if variant is None else fn.variant_edits(variant)):
         ls.show_warning(f"{fn.name} cannot be rewritten: {fn.first_blocker}")
         return {"applied": False}
     edit = responses.function_edit(state, [fn], ls.encoding, ls.client.document_changes,
-                                   llvm22)
+                                   variant)
     try:
         result = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
             convert.CONVERTER.structure(edit, lsp.WorkspaceEdit),

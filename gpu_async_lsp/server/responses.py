@@ -16,7 +16,13 @@ from lsprotocol import types as lsp
 
 from gpu_async_lsp.async_region.findings import SOURCE, SYNC_GPU_OPS, Severity
 from gpu_async_lsp.ide import features
-from gpu_async_lsp.ide.analysis import DocumentAnalysis, FunctionInfo
+from gpu_async_lsp.ide.analysis import (
+    LAUNCH_VARIANT,
+    LLVM22_VARIANT,
+    VARIANT_BLOCKERS,
+    DocumentAnalysis,
+    FunctionInfo,
+)
 from gpu_async_lsp.server import convert
 from gpu_async_lsp.server.capabilities import ClientFeatures
 from gpu_async_lsp.server.documents import DocState
@@ -97,11 +103,11 @@ def publication(uri: str, version: int | None, diagnostics_text: str) -> str:
 # -- code actions -------------------------------------------------------------------------------
 
 def function_edit(state: DocState, functions: list[FunctionInfo], encoding: str,
-                  document_changes: bool, llvm22: bool = False) -> dict:
-    """The rewrite of `functions` as one WorkspaceEdit (JSON values); with `llvm22`, LLVM 22's
-    rewrite of functions the original pass refuses."""
-    edits = convert.merge_insertions([e for fn in functions
-                                      for e in (fn.llvm22_edits if llvm22 else fn.edits)])
+                  document_changes: bool, variant: str | None = None) -> dict:
+    """The rewrite of `functions` as one WorkspaceEdit (JSON values); with a `variant`, that
+    other rewrite of blocked functions (FunctionInfo.variants)."""
+    edits = convert.merge_insertions([e for fn in functions for e in (
+        fn.edits if variant is None else fn.variant_edits(variant) or ())])
     return convert.workspace_edit_json(
         state.uri, state.analysis.version,
         convert.text_edits_json(state.line_index(), edits, encoding), document_changes)
@@ -120,19 +126,23 @@ def file_edit(state: DocState, encoding: str, document_changes: bool) -> dict:
     return cached[2]
 
 
-# Blockers of the original pass that LLVM 22's threads through (their quick fix).
-LLVM22_FIXES = frozenset({"pre-existing-wait", "already-async", "async-op-with-regions"})
+# The titles of the other rewrites of a blocked function, the quick fixes of its blockers.
+VARIANT_TITLES = {
+    LLVM22_VARIANT: "{title}, threading through the existing gpu.wait (as LLVM 22 does)",
+    LAUNCH_VARIANT: "{title}, gpu.launch included",
+}
 
 
 def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
                  params: lsp.CodeActionParams, check: Check = _never) -> str:
     """The code actions of a range: per function one rewrite, offered once (the quick fix of
     its `sync-gpu-ops` hint when that is in the context, else a refactor; a client that asks
-    for only one kind gets that kind); for a function the original pass refuses for its waits
-    or async ops, LLVM 22's rewrite as the quick fix of those findings; the file-wide fix.
+    for only one kind gets that kind); for a blocked function, the other rewrites that get past
+    its blockers (LLVM 22's through waits and async ops, or with gpu.launch threaded) as the
+    quick fixes of those findings; the file-wide fix.
 
     A client that resolves `edit` gets each action without its edit and with `data` naming it
-    ({uri, version, start of the function or null for the file, semantics});
+    ({uri, version, start of the function or null for the file, variant});
     codeAction/resolve fills the edit in (`resolve_code_action`)."""
     a = state.analysis
     index = state.line_index()
@@ -147,25 +157,25 @@ def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
         at = (d.range.start.line, d.range.start.character)
         if d.code == SYNC_GPU_OPS:
             hints[at] = d
-        elif d.code in LLVM22_FIXES:
+        elif any(d.code in codes for codes in VARIANT_BLOCKERS.values()):
             blockers.setdefault(at, []).append(d)
     lazy = caps.code_action_resolve_edit
 
     def wanted(kind: str) -> bool:
         return not only or any(kind == k or kind.startswith(k + ".") for k in only)
 
-    def action(title: str, kind: str, target: FunctionInfo | None, llvm22: bool = False,
-               **extra) -> str:
+    def action(title: str, kind: str, target: FunctionInfo | None,
+               variant: str | None = None, **extra) -> str:
         out = {"title": title, "kind": kind, **extra}
         if lazy:
             out["data"] = {"uri": state.uri, "version": a.version,
                            "function": None if target is None else target.start,
-                           "semantics": "llvm22" if llvm22 else None}
+                           "variant": variant}
         elif target is None:
             out["edit"] = file_edit(state, encoding, caps.document_changes)
         else:
             out["edit"] = function_edit(state, [target], encoding, caps.document_changes,
-                                        llvm22)
+                                        variant)
         return json.dumps(out, ensure_ascii=False)
 
     def unstructured(diagnostics: list) -> list:
@@ -179,19 +189,23 @@ def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
             continue
         title = f"Make GPU ops in {fn.name} asynchronous"
         if not fn.rewritable:
-            if fn.llvm22_fixable:
+            offered = False
+            for variant, _ in fn.variants:
+                codes = VARIANT_BLOCKERS[variant]
                 fixed = [d for s, _ in fn.blocker_spans
-                         for d in blockers.get(_place(index.position(s, encoding)), [])]
-                llvm22_title = (f"{title}, threading through the existing gpu.wait "
-                                "(as LLVM 22 does)")
+                         for d in blockers.get(_place(index.position(s, encoding)), [])
+                         if d.code in codes]
+                variant_title = VARIANT_TITLES[variant].format(title=title)
                 if fixed and wanted(lsp.CodeActionKind.QuickFix):
-                    actions.append(action(llvm22_title, lsp.CodeActionKind.QuickFix, fn, True,
-                                          diagnostics=unstructured(fixed)))
-                    continue
-                if wanted(lsp.CodeActionKind.RefactorRewrite):
-                    actions.append(action(llvm22_title, lsp.CodeActionKind.RefactorRewrite,
-                                          fn, True))
-                    continue
+                    actions.append(action(variant_title, lsp.CodeActionKind.QuickFix, fn,
+                                          variant, diagnostics=unstructured(fixed)))
+                    offered = True
+                elif wanted(lsp.CodeActionKind.RefactorRewrite):
+                    actions.append(action(variant_title, lsp.CodeActionKind.RefactorRewrite,
+                                          fn, variant))
+                    offered = True
+            if offered:
+                continue
             if caps.code_action_disabled and wanted(lsp.CodeActionKind.RefactorRewrite):
                 actions.append(json.dumps({"title": title,
                                            "kind": lsp.CodeActionKind.RefactorRewrite,
@@ -217,15 +231,15 @@ def resolve_code_action(state: DocState, caps: ClientFeatures, encoding: str,
     names is not in the current version (the document changed since)."""
     data = action.get("data")
     function = data.get("function")
-    llvm22 = data.get("semantics") == "llvm22"
+    variant = data.get("variant")
     a = state.analysis
     if function is None:
         edit = file_edit(state, encoding, caps.document_changes) if a.any_rewritable else None
     else:
         fn = next((f for f in a.functions_between(function, function) if f.start == function
-                   and (f.llvm22_fixable if llvm22 else f.rewritable)), None)
+                   and (f.rewritable if variant is None else f.variant_edits(variant))), None)
         edit = None if fn is None else function_edit(state, [fn], encoding,
-                                                     caps.document_changes, llvm22)
+                                                     caps.document_changes, variant)
     if edit is None:
         return None
     return {**action, "edit": edit}
@@ -256,7 +270,7 @@ def code_lenses(state: DocState, encoding: str, check: Check = _never) -> str:
                                 "command": SHOW_BLOCKER_COMMAND if lens.blocker
                                 else MAKE_ASYNC_COMMAND,
                                 "arguments": [state.uri, lens.function, lens.nth]
-                                + (["llvm22"] if lens.llvm22 else [])}},
+                                + ([lens.variant] if lens.variant else [])}},
                     ensure_ascii=False) for lens in unit_lenses)
                 fragment = unit.result.memo["lens-json"] = (fragment_key, text)
             lenses.append(fragment[1])

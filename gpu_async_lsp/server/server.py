@@ -112,10 +112,10 @@ class GpuAsyncServer(LanguageServer):
         settings, problems = parse_settings(raw)
         if problems:
             self.show_warning("invalid settings, defaults used for: " + "; ".join(problems))
-        if (settings.strict, settings.semantics) != (self.settings.strict,
-                                                     self.settings.semantics):
+        rules = (settings.strict, settings.semantics, settings.thread_launch)
+        if rules != (self.settings.strict, self.settings.semantics, self.settings.thread_launch):
             self.analyzer = Analyzer(strict=settings.strict, semantics=settings.semantics,
-                                     cache=self.cache)
+                                     thread_launch=settings.thread_launch, cache=self.cache)
         self.settings = settings
 
     def show_warning(self, message: str) -> None:

@@ -3,8 +3,8 @@
 Accepted either as the options object itself or under a "gpuAsyncLsp" key (VS Code sends the
 section of its configuration):
 
-    {"strict": false, "semantics": "original", "severity": {"pre-existing-wait": "warning"},
-     "debounce": 0}
+    {"strict": false, "semantics": "original", "threadLaunch": false,
+     "severity": {"pre-existing-wait": "warning"}, "debounce": 0}
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class Settings:
     severity: dict[str, Severity] = field(default_factory=lambda: dict(DEFAULT_SEVERITY))
     debounce_ms: int = 0  # optional delay before analysing a change; 0 = as soon as possible
     semantics: str = ORIGINAL  # which pass the rewrite follows: "original" or "llvm22"
+    thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
 
 
 def parse_settings(raw) -> tuple[Settings, list[str]]:
@@ -62,4 +63,8 @@ def parse_settings(raw) -> tuple[Settings, list[str]]:
     if semantics not in SEMANTICS:
         problems.append(f"'semantics' must be one of {', '.join(SEMANTICS)}, not {semantics!r}")
         semantics = ORIGINAL
-    return Settings(strict, severity, debounce, semantics), problems
+    thread_launch = raw.get("threadLaunch", False)
+    if not isinstance(thread_launch, bool):
+        problems.append(f"'threadLaunch' must be true or false, not {thread_launch!r}")
+        thread_launch = False
+    return Settings(strict, severity, debounce, semantics, thread_launch), problems

@@ -133,12 +133,14 @@ _CHECK_FIX: dict[str, str] = {}
 _CLI = [sys.executable, "-m", "gpu_async_lsp", "check", "--fix"]
 
 
-def check_fix(text: str, semantics: str = "original") -> str:
-    """What `gpu-async-lsp check --fix --semantics S -` writes for `text` (the whole rewritten
-    buffer)."""
-    key = text if semantics == "original" else (semantics, text)
+def check_fix(text: str, semantics: str = "original", thread_launch: bool = False) -> str:
+    """What `gpu-async-lsp check --fix --semantics S [--thread-launch] -` writes for `text`
+    (the whole rewritten buffer)."""
+    key = text if (semantics, thread_launch) == ("original", False) else (
+        semantics, thread_launch, text)
     if key not in _CHECK_FIX:
-        proc = subprocess.run([*_CLI, "--semantics", semantics, "-"],
+        flags = ["--thread-launch"] if thread_launch else []
+        proc = subprocess.run([*_CLI, "--semantics", semantics, *flags, "-"],
                               input=text.encode("utf-8", "surrogatepass"),
                               capture_output=True, timeout=120)
         assert proc.returncode in (0, 1), proc.stderr.decode("utf-8", "replace")

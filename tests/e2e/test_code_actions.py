@@ -147,16 +147,38 @@ async def test_code_actions_wait_blocker_quick_fix_is_llvm22_rewrite_of_its_func
 
 
 async def test_code_actions_blocked_function_disabled_only_with_disabled_support(server, uri):
-    """A function that no semantics can rewrite (a gpu.launch not outlined): its action is
-    listed, disabled with the first blocker's message, when the client supports disabled
-    actions, and absent otherwise."""
-    text = LAUNCH_DOC
-    await server.open_and_wait(uri, text)
+    """A function that no rewrite gets past (a GPU op in generic form): its action is listed,
+    disabled with the first blocker's message, when the client supports disabled actions, and
+    absent otherwise."""
+    await server.open_and_wait(uri, GENERIC_DOC)
     actions = await server.code_actions(uri, diagnostics=[])
     if has_disabled_support(server.client_name):
-        assert summary(actions) == [(title("@launch"), "refactor.rewrite", LAUNCH)]
+        assert summary(actions) == [(title("@generic"), "refactor.rewrite", GENERIC)]
     else:
         assert actions == [], summary(actions)
+
+
+async def test_code_actions_launch_blocker_quick_fix_threads_gpu_launch(server, uri):
+    """On a launch-not-outlined finding: the rewrite with the gpu.launch threaded like any
+    async op (`check --fix --thread-launch`), its body untouched."""
+    diagnostics = await server.open_and_wait(uri, LAUNCH_DOC)
+    [launch] = [d for d in diagnostics if d.code == "launch-not-outlined"]
+    actions = await server.code_actions(uri, diagnostics=[launch])
+    [fix] = [a for a in actions if a.kind == "quickfix"]
+    assert fix.title == f"{title('@launch')}, gpu.launch included"
+    fixed = server.applied(fix, uri)
+    assert fixed == check_fix(LAUNCH_DOC, thread_launch=True)
+    assert "%t2 = gpu.launch async [%t1] blocks" in fixed
+
+
+GENERIC = "'gpu.memcpy' op in generic form cannot be rewritten in place; write it in its custom form"
+GENERIC_DOC = """\
+func.func @generic(%n: index, %host: memref<?xf32>) {
+  %dev = gpu.alloc (%n) : memref<?xf32>
+  "gpu.memcpy"(%dev, %host) : (memref<?xf32>, memref<?xf32>) -> ()
+  return
+}
+"""
 
 
 LAUNCH = "'gpu.launch' op replace with gpu.launch_func first"
@@ -189,11 +211,11 @@ func.func @two_blockers(%n: index, %dep: !gpu.async.token) {
     assert (fix.title, fix.kind) == (llvm22_title("@two_blockers"), "quickfix")
     assert sorted(d.code for d in fix.diagnostics) == ["already-async", "pre-existing-wait"]
     assert server.applied(fix, uri) == check_fix(text, "llvm22")
-    text = LAUNCH_DOC.replace("  return", "  gpu.wait\n  return")
-    diagnostics = await server.open_and_wait(uri + ".launch", text)
-    actions = await server.code_actions(uri + ".launch", diagnostics=diagnostics)
+    text = GENERIC_DOC.replace("  return", "  gpu.wait\n  return")
+    diagnostics = await server.open_and_wait(uri + ".generic", text)
+    actions = await server.code_actions(uri + ".generic", diagnostics=diagnostics)
     if has_disabled_support(server.client_name):
-        assert summary(actions) == [(title("@launch"), "refactor.rewrite", LAUNCH)]
+        assert summary(actions) == [(title("@generic"), "refactor.rewrite", GENERIC)]
     else:
         assert actions == []
 
