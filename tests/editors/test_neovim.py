@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.mlir_tools import PASS_PIPELINE, mlir_opt
+
 ROOT = Path(__file__).resolve().parents[2]
 EDITOR_DIR = ROOT / "editors" / "nvim"
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -436,15 +438,20 @@ local function run_file(spec)
       context = { diagnostics = lsp_diags, only = { 'source.fixAll.gpuAsync' },
                   triggerKind = 1 },
     }
-  else -- quickfix on the hint of one function
+  else -- quickfix on one diagnostic: the hint of a function, or the first with spec.code
     local hint
     for _, d in ipairs(diags) do
-      if d.code == 'sync-gpu-ops' and d.message:find(spec['function'], 1, true) then
+      if spec.code then
+        if d.code == spec.code and not hint then
+          hint = d
+        end
+      elseif d.code == 'sync-gpu-ops' and d.message:find(spec['function'], 1, true) then
         hint = d
       end
     end
-    assert(hint, 'no sync-gpu-ops hint for ' .. spec['function'])
+    assert(hint, 'no ' .. (spec.code or ('sync-gpu-ops hint for ' .. spec['function'])))
     local l = lsp_diagnostic(hint)
+    rec.context_diagnostic = l
     request = {
       textDocument = { uri = uri },
       range = l.range,
@@ -459,6 +466,8 @@ local function run_file(spec)
   rec.actions = {}
   local chosen
   for _, action in ipairs(response.result or {}) do
+    local served = { edit = action.edit ~= nil, data = action.data ~= nil,
+                     diagnostics = action.diagnostics }
     if action.edit == nil and action.data ~= nil then
       -- Resolved as vim.lsp.buf.code_action() resolves the action it applies.
       local resolved = vim.lsp.buf_request_sync(buf, 'codeAction/resolve', action,
@@ -471,6 +480,7 @@ local function run_file(spec)
                                 has_edit = action.edit ~= nil })
     if action.title == spec.title then
       chosen = action
+      rec.chosen_served = served -- the action as codeAction answered it, before resolve
     end
   end
   assert(chosen, 'no code action titled ' .. spec.title)
@@ -692,6 +702,49 @@ def test_llvm22_semantics_accepts_pre_existing_wait_in_neovim(nvim, tmp_path, mo
     assert codes == ["sync-gpu-ops"]  # the synchronous ops, still to be rewritten
     assert not rec["modified_after_write"]
     assert path.read_bytes().decode("utf-8") == expected
+
+
+# The example whose hand-written gpu.wait blocks its one host function (beside a gpu.module).
+BLOCKED = ROOT / "examples" / "blocked.mlir"
+THREAD_FIX = ("Make GPU ops in @scale asynchronous, threading through the existing gpu.wait "
+              "(as LLVM 22 does)")
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_quick_fix_on_pre_existing_wait_applies_llvm22_rewrite_in_neovim(nvim, tmp_path, mode):
+    """With the default semantics the gpu.wait is an error; its quick fix (asked for with that
+    diagnostic and only = { 'quickfix' }) comes without an edit, is resolved as Neovim resolves
+    it, and, applied and written, gives `check --fix --semantics llvm22 -` of the file, which
+    mlir-opt-22 reprints as its gpu-async-region pass makes of the original."""
+    _needs(nvim, mode)
+    original = BLOCKED.read_text(encoding="utf-8")
+    path = tmp_path / "blocked.mlir"
+    path.write_text(original, encoding="utf-8")
+    fixed = _run(["check", "--fix", "--semantics", "llvm22", "-"], input=original)
+    assert fixed.returncode == 0, fixed.stderr
+    expected = fixed.stdout
+    assert "gpu.wait [%t" in expected  # the token threaded through the existing wait
+    (wait,) = [f for f in _check_json(path) if f["code"] == "pre-existing-wait"]
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "quickfix", "code": "pre-existing-wait",
+         "title": THREAD_FIX},
+    ])
+    (rec,) = result["files"]
+    assert rec["settings"]["gpuAsyncLsp"]["semantics"] == "original"  # the default
+    (error,) = [d for d in rec["diagnostics"] if d["code"] == "pre-existing-wait"]
+    assert error["severity"] == 1  # vim.diagnostic.severity.ERROR
+    assert (error["lnum"] + 1, error["message"]) == (wait["location"]["line"], wait["message"])
+    served = rec["chosen_served"]
+    assert served["edit"] is False and served["data"] is True  # the edit comes from resolve
+    assert served["diagnostics"] == [rec["context_diagnostic"]]
+    assert {"title": THREAD_FIX, "kind": "quickfix", "has_edit": True} in rec["actions"]
+    assert not rec["modified_after_write"]
+    applied = path.read_bytes().decode("utf-8")
+    assert applied == expected
+
+    reference = mlir_opt(original, PASS_PIPELINE, check=True).stdout
+    assert mlir_opt(applied, check=True).stdout == mlir_opt(reference, check=True).stdout
 
 
 # A gpu.module with its kernel, a host function the rewrite changes (its launch names

@@ -14,7 +14,10 @@ A third ("lens") checks what explains the rewrite on the file with synchronous G
 inlay hints rendered in its lines (VS Code's default `editor.inlayHints.enabled`, left as it
 is), the code lens above the function, hover on a GPU op, F12 from `@kernels::@scale` to the
 gpu.func; it clicks the lens, saves, and compares with `check --fix` again; then clicks the
-blocked file's lens, which selects the blocker (window/showDocument).
+blocked file's lens, which selects the blocker (window/showDocument), and there opens Quick Fix
+(Ctrl+.) on the pre-existing-wait error, picks "Make GPU ops in @scale asynchronous, threading
+through the existing gpu.wait (as LLVM 22 does)", saves, and compares with `check --fix
+--semantics llvm22` (and, reprinted, with mlir-opt-22's pass).
 A fourth ("llvm22") starts with gpuAsyncLsp.semantics "llvm22" in the user settings: the blocked
 file's gpu.wait is no error and its lens offers the rewrite; switching the setting to "original"
 in the running editor brings the error back, switching back and clicking the lens gives
@@ -38,6 +41,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.mlir_tools import PASS_PIPELINE, mlir_opt
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPS = Path(os.environ.get("GPU_ASYNC_EDITOR_DEPS",
@@ -165,8 +170,22 @@ def test_vscode_server_not_found_message(tmp_path: Path) -> None:
 
 def test_vscode_code_lens_inlay_hints_hover_definition_shown_and_lens_rewrites(
         tmp_path: Path) -> None:
+    """Also the Quick Fix on the blocked file's pre-existing-wait error: the saved file is
+    `check --fix --semantics llvm22` output and, reprinted by mlir-opt-22, what its
+    gpu-async-region pass makes of the original."""
     workspace, expected = _run_driver(tmp_path, "lens", [sys.executable, "-m", "gpu_async_lsp"])
     assert (workspace / "sync_ops.mlir").read_text() == expected
+    original = BLOCKED.read_text()
+    fixed = (workspace / "blocked.mlir").read_text()
+    assert fixed == _check_fix(original, "blocked.mlir", "--semantics", "llvm22")
+    reference = mlir_opt(original, PASS_PIPELINE, check=True).stdout
+    assert mlir_opt(fixed, check=True).stdout == mlir_opt(reference, check=True).stdout
+    # The action came without its edit: VS Code asked for it (the lenses run commands).
+    traces = sorted((tmp_path / "user-data").glob("logs/**/*GPU Async Language Server Trace.log"))
+    assert traces, "no trace log of the language client"
+    resolves = sum(t.read_text(errors="replace").count("Sending request 'codeAction/resolve")
+                   for t in traces)
+    assert resolves == 1, f"{resolves} codeAction/resolve requests in {traces}"
 
 
 def test_vscode_semantics_llvm22_from_user_settings_reaches_the_server(tmp_path: Path) -> None:
@@ -200,6 +219,20 @@ def _llvm22_scenario(tmp_path: Path, blocked_text: str) -> dict:
         "blockedTitle": ("async rewrite blocked: unexpected pre-existing gpu.wait "
                          f"(line {blocker_line})"),
     }}
+
+
+def _quick_fix_config(tmp_path: Path, blocked_text: str) -> dict:
+    """The quick fix of the blocked file's pre-existing-wait error (default semantics): its
+    title and `check --fix --semantics llvm22` output (written to expected-quick-fix.mlir)."""
+    (wait,) = [f for f in _check_json(blocked_text, "blocked.mlir")
+               if f["code"] == "pre-existing-wait"]
+    assert wait["severity"] == "error", wait
+    expected = _check_fix(blocked_text, "blocked.mlir", "--semantics", "llvm22")
+    assert "gpu.wait [%t" in expected, expected  # the token threaded through the wait
+    (tmp_path / "expected-quick-fix.mlir").write_text(expected)
+    return {"title": ("Make GPU ops in @scale asynchronous, threading through the existing "
+                      "gpu.wait (as LLVM 22 does)"),
+            "expected": str(tmp_path / "expected-quick-fix.mlir")}
 
 
 def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: str) -> dict:
@@ -345,6 +378,8 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
             "line": func_line,
             "column": func_column,
             "lens": _lens_config(sync_text, blocked_text, expected, "scale"),
+            **({"quickFix": _quick_fix_config(tmp_path, blocked_text)}
+               if scenario == "lens" else {}),
             **(_llvm22_scenario(tmp_path, blocked_text) if scenario == "llvm22" else {}),
         }))
         # Its own process group, so that a timeout also ends the Chromium it started.

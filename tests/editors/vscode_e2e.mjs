@@ -13,14 +13,17 @@
 // function, hover on a GPU op names the token it would produce, F12 on `@kernels::@scale` moves
 // to the gpu.func; clicking the lens rewrites the function (workspace/executeCommand answered
 // with workspace/applyEdit), and the saved file equals `check --fix` output. Then the blocked
-// file's lens, clicked, selects the blocker (window/showDocument).
+// file's lens, clicked, selects the blocker (window/showDocument); there Quick Fix (Ctrl+.) on
+// the pre-existing-wait error offers LLVM 22's rewrite of the function (resolved through
+// codeAction/resolve), picked by its title; saved, the file equals
+// `check --fix --semantics llvm22` output.
 // With scenario "llvm22": the user settings start with gpuAsyncLsp.semantics "llvm22" (and
 // sync-gpu-ops shown as information). The blocked file's gpu.wait is no error in Problems, only
 // the hint, and its lens offers the rewrite. The setting changed to "original" in the user
 // settings (JSON) brings the error and the blocked lens to the running editor; set back to
 // "llvm22", they go; the lens, clicked, and a save give `check --fix --semantics llvm22` output.
 // CONFIG: {scenario, playwright, chromium, url, artifacts, settings, blocked, sync, expected,
-//          funcName, line, column, lens, llvm22?, expectedLlvm22?}
+//          funcName, line, column, lens, quickFix?, llvm22?, expectedLlvm22?}
 import { createRequire } from "module";
 import * as fs from "fs";
 import * as path from "path";
@@ -204,6 +207,29 @@ async function lensHintsHoverDefinition(page) {
   }, 10000);
   log(`blocked lens shows the blocker: ${shown.text}`);
   await shot(page, "blocked-lens-shows-blocker");
+
+  // The gpu.wait is an error (default semantics); Quick Fix (Ctrl+.) on it, with the cursor
+  // where the lens put it, offers LLVM 22's rewrite of the function; picked and saved, the
+  // file equals `check --fix --semantics llvm22` output.
+  const fix = config.quickFix;
+  await editor.locator(".squiggly-error").first().waitFor({ state: "attached", timeout: 10000 });
+  await page.keyboard.press("Control+Period");
+  const item = page.locator(".action-widget .monaco-list-row", { hasText: fix.title }).first();
+  await item.waitFor({ state: "visible", timeout: 10000 });
+  await shot(page, "quick-fix-on-pre-existing-wait");
+  await item.click();
+  await page.locator(".tab.active.dirty", { hasText: path.basename(config.blocked) })
+    .waitFor({ timeout: 20000 });
+  log(`quick fix "${fix.title}" applied`);
+  await runCommand(page, "File: Save");
+  const expectedFix = fs.readFileSync(fix.expected, "utf8");
+  await until("the saved file to equal `check --fix --semantics llvm22` output", async () =>
+    fs.readFileSync(config.blocked, "utf8") === expectedFix, 20000);
+  await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 10000 });
+  // Nothing blocks the function any more: the error goes.
+  await editor.locator(".squiggly-error").first().waitFor({ state: "detached", timeout: 10000 });
+  log("saved file equals check --fix --semantics llvm22 output; the error is gone");
+  await shot(page, "quick-fix-saved");
 }
 
 // A user setting changed as a user would: Preferences: Open User Settings (JSON) (a tab, with
