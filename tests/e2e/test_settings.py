@@ -199,3 +199,35 @@ async def test_settings_invalid_semantics_one_warning_original_used(start_server
     assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
     assert any("'semantics' must be one of original, llvm22" in m.message
                for m in session.warnings)
+
+
+LAUNCH_DOC = """\
+func.func @k(%n: index) {
+  %a = gpu.alloc (%n) : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %n, %gz = %n)
+             threads(%tx, %ty, %tz) in (%sx = %n, %sy = %n, %sz = %n) {
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+async def test_settings_thread_launch_threads_inline_launches(start_server, uri):
+    """`threadLaunch: true`: no launch-not-outlined warning, both GPU ops counted, the
+    file-wide action gives `check --fix --thread-launch`'s text; off again, the warning is
+    back."""
+    from tests.e2e.lsp_session import check_fix
+
+    session = await start_server("neovim", initialization_options={"threadLaunch": True})
+    diagnostics = await session.open_and_wait(uri, LAUNCH_DOC)
+    assert [(d.code, d.message) for d in diagnostics] == [
+        ("sync-gpu-ops", "2 GPU ops in @k run synchronously")]
+    actions = await session.code_actions(uri)
+    [fix_all] = [a for a in actions if a.kind == "source.fixAll.gpuAsync"]
+    assert session.applied(fix_all, uri) == check_fix(LAUNCH_DOC, thread_launch=True)
+    n = len(session.published_for(uri))
+    session.change_configuration({"threadLaunch": False})
+    await session.wait_until(
+        lambda: any("launch-not-outlined" in {d.code for d in p.diagnostics}
+                    for p in session.published_for(uri)[n:]), "the launch warning again", 10)

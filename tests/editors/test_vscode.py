@@ -159,6 +159,16 @@ def test_vscode_manifest_declares_the_semantics_setting() -> None:
     assert _semantics_property(built) == semantics, "the .vsix is older than package.json"
 
 
+def test_vscode_manifest_declares_the_thread_launch_setting() -> None:
+    """gpuAsyncLsp.threadLaunch is a setting, off by default, and the extension sends it."""
+    props = json.loads(MANIFEST.read_text())["contributes"]["configuration"]["properties"]
+    setting = props["gpuAsyncLsp.threadLaunch"]
+    assert setting["type"] == "boolean" and setting["default"] is False
+    assert "gpu.launch" in setting["markdownDescription"]
+    source = (MANIFEST.parent / "src" / "extension.ts").read_text()
+    assert 'threadLaunch: config.get<boolean>("threadLaunch", false)' in source
+
+
 def test_vscode_problems_settings_restart_and_code_action(tmp_path: Path) -> None:
     workspace, expected = _run_driver(tmp_path, "main", [sys.executable, "-m", "gpu_async_lsp"])
     assert (workspace / "sync_ops.mlir").read_text() == expected

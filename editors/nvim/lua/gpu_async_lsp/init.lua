@@ -4,6 +4,7 @@
 --     cmd = { 'gpu-async-lsp' },          -- or { '/path/to/venv/bin/python', '-m', 'gpu_async_lsp' }
 --     strict = false,                     -- true: report blockers in every func.func
 --     semantics = 'original',             -- 'llvm22': LLVM 22's pass, which accepts gpu.wait
+--     thread_launch = false,              -- true: thread the token through inline gpu.launch
 --     settings = { severity = { ['pre-existing-wait'] = 'warning' } },  -- optional
 --     codelens = true,                    -- false: no code lenses
 --     inlay_hints = true,                 -- false: no inlay hints (they need 0.10+)
@@ -22,9 +23,10 @@ local defaults = {
   settings = {},
 }
 -- The server's own defaults, sent when neither setup{} nor its `settings` set them.
-local server_defaults = { strict = false, semantics = 'original' }
+local server_defaults = { strict = false, semantics = 'original', threadLaunch = false }
 -- Options of setup() itself, not passed on to vim.lsp.start().
-local own = { strict = true, semantics = true, filetypes = true, root_markers = true,
+local own = { strict = true, semantics = true, thread_launch = true, filetypes = true,
+              root_markers = true,
               settings = true, codelens = true, inlay_hints = true }
 
 local function supports(client, method, bufnr)
@@ -90,9 +92,11 @@ end
 --- The vim.lsp.start() config for a buffer (exposed for tests and custom autocommands).
 function M.client_config(opts, bufnr)
   opts = vim.tbl_deep_extend('force', defaults, opts or {})
-  -- setup{ strict = ..., semantics = ... } win over the same fields in `settings`.
+  -- setup{ strict = ..., semantics = ..., thread_launch = ... } win over the same fields in
+  -- `settings`.
   local server_settings = vim.tbl_deep_extend('force', server_defaults, opts.settings or {},
-                                              { strict = opts.strict, semantics = opts.semantics })
+                                              { strict = opts.strict, semantics = opts.semantics,
+                                                threadLaunch = opts.thread_launch })
   local config = {}
   for k, v in pairs(opts) do
     if not own[k] then
