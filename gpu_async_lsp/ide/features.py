@@ -457,7 +457,8 @@ def unit_hints(result) -> list[Hint]:
                     if step.fresh_wait:
                         hints.append(Hint(step.op.start, f"{step.dependency} = gpu.wait async",
                                           False, True, why))
-                    hints.append(Hint(step.op.end, f"async [{step.dependency}] → {step.token}",
+                    hints.append(Hint(_head_end(step.op),
+                                      f"async [{step.dependency}] → {step.token}",
                                       True, False, why))
                 elif isinstance(step, ThreadStep):
                     if step.fresh_wait:
@@ -465,7 +466,7 @@ def unit_hints(result) -> list[Hint]:
                                           False, True, why))
                     label = _threaded(step)
                     if label:
-                        hints.append(Hint(step.op.end, label, True, False,
+                        hints.append(Hint(_head_end(step.op), label, True, False,
                                           why + ": LLVM 22 threads the token into this op"))
                 else:
                     hints.append(Hint(step.offset, f"⏸ gpu.wait [{step.token}]", False, True,
@@ -484,6 +485,12 @@ def unit_hints(result) -> list[Hint]:
     hints.sort(key=lambda h: h.offset)
     result.memo["hints"] = hints
     return hints
+
+
+def _head_end(op: Op) -> int:
+    """Where a hint about an op goes: its end, or for an op with a body (an inline
+    gpu.launch) just before the body's `{`."""
+    return op.regions[0].lbrace if op.regions else op.end
 
 
 def _threaded(step: ThreadStep) -> str:
@@ -632,9 +639,10 @@ def _consumer(rw: FunctionRewrite, token: str, line) -> str:
 
 def _rewritten(source: str, rw: FunctionRewrite, op: Op) -> str:
     """The op's text as the rewrite leaves it (with a `gpu.wait async` put before it)."""
+    end = op.regions[0].lbrace + 1 if op.regions else op.end  # a launch's body is not shown
     edits = [TextEdit(e.start - op.start, e.end - op.start, e.new_text) for e in rw.edits
-             if op.start <= e.start and e.end <= op.end]
-    text = apply_edits(source[op.start:op.end], edits)
+             if op.start <= e.start and e.end <= end]
+    text = apply_edits(source[op.start:end], edits)
     return "\n".join(line.strip() for line in text.splitlines())
 
 

@@ -343,3 +343,36 @@ def test_features_llvm22_hints_and_hover_show_the_token_threaded_into_a_wait():
     markdown, _ = features.hover(a, WAITS.index("  gpu.wait\n") + 3,
                                  lambda o: index.line_of(o) + 1)
     assert "The host waits here" in markdown
+
+
+LAUNCH = """\
+func.func @f(%n: index, %h: memref<?xf32>) {
+  %d = gpu.alloc (%n) : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %n, %gz = %n)
+             threads(%tx, %ty, %tz) in (%sx = %n, %sy = %n, %sz = %n) {
+    %v = memref.load %d[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  gpu.memcpy %h, %d : memref<?xf32>, memref<?xf32>
+  return
+}
+"""
+
+
+def test_features_thread_launch_hints_and_hover_treat_gpu_launch_as_a_gpu_op():
+    """With threadLaunch, a gpu.launch gets its hint before its body's `{` and its hover
+    shows the launch's head as rewritten, not the kernel; nothing inside the kernel is
+    previewed (it is device code)."""
+    from gpu_async_lsp.ide.analysis import Analyzer
+
+    a = Analyzer(thread_launch=True).analyze(LAUNCH, 1)
+    assert [f.message for f in a.findings] == ["3 GPU ops in @f run synchronously"]
+    hints = [(u.base + h.offset, h.label) for u, h in features.inlay_hints(a, 0, len(LAUNCH))]
+    assert (LAUNCH.index("{", LAUNCH.index("gpu.launch")), "async [%t1] → %t2") in hints
+    kernel = LAUNCH.index("%v = memref.load"), LAUNCH.index("gpu.terminator") + 14
+    assert not [h for h in hints if kernel[0] <= h[0] <= kernel[1]]
+    index = LineIndex(LAUNCH)
+    markdown, _ = features.hover(a, LAUNCH.index("gpu.launch") + 3,
+                                 lambda o: index.line_of(o) + 1)
+    assert "%t2 = gpu.launch async [%t1] blocks" in markdown
+    assert "memref.load" not in markdown
