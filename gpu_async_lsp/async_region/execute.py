@@ -25,6 +25,7 @@ results does to every result) reverses the list.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from gpu_async_lsp.async_region import findings as F
@@ -41,6 +42,7 @@ from gpu_async_lsp.async_region.plan import (
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.op_tables import is_async_interface_op, is_terminator
 from gpu_async_lsp.syntax import Op
+from gpu_async_lsp.syntax.patterns import STRING
 
 EXECUTE = "async.execute"
 
@@ -52,29 +54,23 @@ class NotInPlace(Exception):
 # -- the text of async.execute and async.yield ----------------------------------------------
 
 _OPEN = {"(": ")", "[": "]", "<": ">", "{": "}"}
+# What nests in MLIR text: strings (skipped whole), `->` (not a closing `>`), brackets.
+_NESTING = re.compile(rf"{STRING}|->|[()\[\]<>{{}}]|(?P<sep>[,:])")
 
 
 def _split_top(text: str, start: int, end: int, sep: str = ",") -> list[tuple[int, int]]:
     """Spans of the pieces of text[start:end] between top-level `sep`s (brackets and strings
     nest), blanks trimmed."""
-    pieces, depth, piece, i, in_str = [], [], start, start, False
-    while i < end:
-        c = text[i]
-        if in_str:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in _OPEN:
+    pieces, depth, piece = [], [], start
+    for m in _NESTING.finditer(text, start, end):
+        c = m.group()
+        if c in _OPEN:
             depth.append(_OPEN[c])
         elif depth and c == depth[-1]:
             depth.pop()
         elif c == sep and not depth:
-            pieces.append((piece, i))
-            piece = i + 1
-        i += 1
+            pieces.append((piece, m.start()))
+            piece = m.end()
     pieces.append((piece, end))
     out = []
     for s, e in pieces:
@@ -90,16 +86,14 @@ def _split_top(text: str, start: int, end: int, sep: str = ",") -> list[tuple[in
 def _matching(text: str, open_at: int, end: int) -> int:
     """Offset of the bracket closing the one at `open_at`."""
     stack = []
-    i = open_at
-    while i < end:
-        c = text[i]
+    for m in _NESTING.finditer(text, open_at, end):
+        c = m.group()
         if c in _OPEN:
             stack.append(_OPEN[c])
         elif stack and c == stack[-1]:
             stack.pop()
             if not stack:
-                return i
-        i += 1
+                return m.start()
     raise NotInPlace("an unbalanced bracket")
 
 

@@ -75,21 +75,23 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
 
 def out_of_sync_diagnostics(uri: str, version: int | None, why: str) -> str:
     """The one finding of a document whose text the server lost track of."""
-    message = (f"gpu-async-lsp lost track of this document's text: {why}. Findings are paused "
-               "until the editor sends the whole text again (close and reopen the document).")
-    d = {"range": convert.json_range_of((0, 0), (0, 0)), "message": message,
-         "severity": int(lsp.DiagnosticSeverity.Warning), "code": "out-of-sync",
-         "source": SOURCE}
-    return publication(uri, version, json.dumps(d))
+    return _notice(uri, version, "out-of-sync", lsp.DiagnosticSeverity.Warning,
+                   f"gpu-async-lsp lost track of this document's text: {why}. Findings are "
+                   "paused until the editor sends the whole text again (close and reopen the "
+                   "document).")
 
 
 def internal_error_diagnostics(uri: str, version: int | None, error: str) -> str:
     """The one finding of a document whose analysis failed (a bug in this server)."""
-    message = (f"gpu-async-lsp could not analyse this document: internal error {error}. "
-               "Please report it with the document; the next change is analysed afresh.")
+    return _notice(uri, version, "internal-error", lsp.DiagnosticSeverity.Error,
+                   f"gpu-async-lsp could not analyse this document: internal error {error}. "
+                   "Please report it with the document; the next change is analysed afresh.")
+
+
+def _notice(uri: str, version: int | None, code: str, severity, message: str) -> str:
+    """A publication of one finding about the whole document, at its start."""
     d = {"range": convert.json_range_of((0, 0), (0, 0)), "message": message,
-         "severity": int(lsp.DiagnosticSeverity.Error), "code": "internal-error",
-         "source": SOURCE}
+         "severity": int(severity), "code": code, "source": SOURCE}
     return publication(uri, version, json.dumps(d))
 
 
