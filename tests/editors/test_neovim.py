@@ -747,6 +747,57 @@ def test_quick_fix_on_pre_existing_wait_applies_llvm22_rewrite_in_neovim(nvim, t
     assert mlir_opt(applied, check=True).stdout == mlir_opt(reference, check=True).stdout
 
 
+# One host function, @f, with an inline gpu.launch among synchronous GPU ops.
+INLINE_LAUNCH = Path(__file__).with_name("inline_launch.mlir")
+LAUNCH_FIX = "Make GPU ops in @f asynchronous, gpu.launch included"
+OUTLINING = "--gpu-kernel-outlining"
+OUTLINING_PIPELINE = ("--pass-pipeline=builtin.module(gpu-kernel-outlining,"
+                      "func.func(gpu-async-region))")
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_quick_fix_on_inline_gpu_launch_threads_it_in_neovim(nvim, tmp_path, mode):
+    """With the default settings the inline gpu.launch is a launch-not-outlined warning; its
+    quick fix (asked for with that diagnostic and only = { 'quickfix' }), resolved as Neovim
+    resolves it, applied and written, gives `check --fix --thread-launch -` of the file: the
+    gpu.launch made async on its first line, its body untouched. mlir-opt-22's outlining of
+    that equals its outlining followed by the gpu-async-region pass on the original."""
+    _needs(nvim, mode)
+    original = INLINE_LAUNCH.read_text(encoding="utf-8")
+    path = tmp_path / "inline_launch.mlir"
+    path.write_text(original, encoding="utf-8")
+    fixed = _run(["check", "--fix", "--thread-launch", "-"], input=original)
+    assert fixed.returncode == 0, fixed.stderr
+    expected = fixed.stdout
+    assert "%t3 = gpu.launch async [%t2] blocks(" in expected
+    body = original[original.index("threads("):original.index("gpu.terminator")]
+    assert body in expected  # the kernel body stays byte for byte
+    assert _check_fix(path, tmp_path) == original  # without the option: left alone
+    (launch,) = [f for f in _check_json(path) if f["code"] == "launch-not-outlined"]
+
+    result = _drive(nvim, tmp_path, mode, [
+        {"path": str(path), "action": "quickfix", "code": "launch-not-outlined",
+         "title": LAUNCH_FIX},
+    ])
+    (rec,) = result["files"]
+    settings = rec["settings"]["gpuAsyncLsp"]
+    assert (settings["semantics"], settings["threadLaunch"]) == ("original", False)  # defaults
+    (warning,) = [d for d in rec["diagnostics"] if d["code"] == "launch-not-outlined"]
+    assert warning["severity"] == 2  # vim.diagnostic.severity.WARN
+    assert (warning["lnum"] + 1, warning["col"] + 1, warning["message"]) == (
+        launch["location"]["line"], launch["location"]["column"], launch["message"])
+    served = rec["chosen_served"]
+    assert served["edit"] is False and served["data"] is True  # the edit comes from resolve
+    assert served["diagnostics"] == [rec["context_diagnostic"]]
+    assert {"title": LAUNCH_FIX, "kind": "quickfix", "has_edit": True} in rec["actions"]
+    assert not rec["modified_after_write"]
+    applied = path.read_bytes().decode("utf-8")
+    assert applied == expected
+
+    assert mlir_opt(applied, OUTLINING, check=True).stdout == mlir_opt(
+        original, OUTLINING_PIPELINE, check=True).stdout
+
+
 # A gpu.module with its kernel, a host function the rewrite changes (its launch names
 # @kernels::@kernel) and one that a pre-existing gpu.wait blocks.
 KERNELS = """\

@@ -17,7 +17,11 @@ gpu.func; it clicks the lens, saves, and compares with `check --fix` again; then
 blocked file's lens, which selects the blocker (window/showDocument), and there opens Quick Fix
 (Ctrl+.) on the pre-existing-wait error, picks "Make GPU ops in @scale asynchronous, threading
 through the existing gpu.wait (as LLVM 22 does)", saves, and compares with `check --fix
---semantics llvm22` (and, reprinted, with mlir-opt-22's pass).
+--semantics llvm22` (and, reprinted, with mlir-opt-22's pass); last it opens a file with an
+inline gpu.launch (inline_launch.mlir beside this file), opens Quick Fix on its
+launch-not-outlined warning, picks "Make GPU ops in @f asynchronous, gpu.launch included",
+saves, and compares with `check --fix --thread-launch` (and, outlined by mlir-opt-22, with its
+outlining followed by its pass on the original).
 A fourth ("llvm22") starts with gpuAsyncLsp.semantics "llvm22" in the user settings: the blocked
 file's gpu.wait is no error and its lens offers the rewrite; switching the setting to "original"
 in the running editor brings the error back, switching back and clicking the lens gives
@@ -51,6 +55,11 @@ VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp.vsix"
 DRIVER = Path(__file__).with_name("vscode_e2e.mjs")
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vscode"
 BLOCKED = ROOT / "examples" / "blocked.mlir"  # a gpu.wait written by hand: pre-existing-wait
+INLINE_LAUNCH = Path(__file__).with_name("inline_launch.mlir")  # launch-not-outlined in @f
+LAUNCH_FIX = "Make GPU ops in @f asynchronous, gpu.launch included"
+OUTLINING = "--gpu-kernel-outlining"
+OUTLINING_PIPELINE = ("--pass-pipeline=builtin.module(gpu-kernel-outlining,"
+                      "func.func(gpu-async-region))")
 MANIFEST = ROOT / "editors" / "vscode" / "package.json"
 # Seconds. A run takes ~10-20 s; with these bounds the four tests end within 10 minutes.
 INSTALL_TIMEOUT = 40
@@ -182,7 +191,9 @@ def test_vscode_code_lens_inlay_hints_hover_definition_shown_and_lens_rewrites(
         tmp_path: Path) -> None:
     """Also the Quick Fix on the blocked file's pre-existing-wait error: the saved file is
     `check --fix --semantics llvm22` output and, reprinted by mlir-opt-22, what its
-    gpu-async-region pass makes of the original."""
+    gpu-async-region pass makes of the original. And the Quick Fix on an inline gpu.launch's
+    launch-not-outlined warning: the saved file is `check --fix --thread-launch` output, and
+    mlir-opt-22's outlining of it is its outlining then gpu-async-region of the original."""
     workspace, expected = _run_driver(tmp_path, "lens", [sys.executable, "-m", "gpu_async_lsp"])
     assert (workspace / "sync_ops.mlir").read_text() == expected
     original = BLOCKED.read_text()
@@ -190,12 +201,18 @@ def test_vscode_code_lens_inlay_hints_hover_definition_shown_and_lens_rewrites(
     assert fixed == _check_fix(original, "blocked.mlir", "--semantics", "llvm22")
     reference = mlir_opt(original, PASS_PIPELINE, check=True).stdout
     assert mlir_opt(fixed, check=True).stdout == mlir_opt(reference, check=True).stdout
-    # The action came without its edit: VS Code asked for it (the lenses run commands).
+    launch_original = INLINE_LAUNCH.read_text()
+    launch_fixed = (workspace / "inline_launch.mlir").read_text()
+    assert launch_fixed == _check_fix(launch_original, "inline_launch.mlir", "--thread-launch")
+    assert mlir_opt(launch_fixed, OUTLINING, check=True).stdout == mlir_opt(
+        launch_original, OUTLINING_PIPELINE, check=True).stdout
+    # Each action came without its edit: VS Code asked for it (the lenses run commands), once
+    # for each of the two quick fixes.
     traces = sorted((tmp_path / "user-data").glob("logs/**/*GPU Async Language Server Trace.log"))
     assert traces, "no trace log of the language client"
     resolves = sum(t.read_text(errors="replace").count("Sending request 'codeAction/resolve")
                    for t in traces)
-    assert resolves == 1, f"{resolves} codeAction/resolve requests in {traces}"
+    assert resolves == 2, f"{resolves} codeAction/resolve requests in {traces}"
 
 
 def test_vscode_semantics_llvm22_from_user_settings_reaches_the_server(tmp_path: Path) -> None:
@@ -243,6 +260,28 @@ def _quick_fix_config(tmp_path: Path, blocked_text: str) -> dict:
     return {"title": ("Make GPU ops in @scale asynchronous, threading through the existing "
                       "gpu.wait (as LLVM 22 does)"),
             "expected": str(tmp_path / "expected-quick-fix.mlir")}
+
+
+def _launch_fix_config(tmp_path: Path, workspace: Path) -> dict:
+    """The quick fix of an inline gpu.launch's launch-not-outlined warning (default settings):
+    the file's copy in the workspace, where the warning starts, the title, the gpu.launch line
+    as the fix rewrites it, and `check --fix --thread-launch` output (written to
+    expected-launch-fix.mlir)."""
+    text = INLINE_LAUNCH.read_text()
+    (launch,) = [f for f in _check_json(text, INLINE_LAUNCH.name)
+                 if f["code"] == "launch-not-outlined"]
+    assert launch["severity"] == "warning", launch
+    assert _check_fix(text, INLINE_LAUNCH.name) == text  # without the option: left alone
+    expected = _check_fix(text, INLINE_LAUNCH.name, "--thread-launch")
+    threaded = re.search(r"%t\d+ = gpu\.launch async \[%t\d+\] blocks\(", expected)
+    assert threaded, expected
+    body = text[text.index("threads("):text.index("gpu.terminator")]
+    assert body in expected  # the kernel body stays byte for byte
+    (tmp_path / "expected-launch-fix.mlir").write_text(expected)
+    return {"file": str(workspace / INLINE_LAUNCH.name), "title": LAUNCH_FIX,
+            "line": launch["location"]["line"], "column": launch["location"]["column"],
+            "rewritten": threaded.group(0),
+            "expected": str(tmp_path / "expected-launch-fix.mlir")}
 
 
 def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: str) -> dict:
@@ -306,6 +345,8 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
     expected = _check_fix(sync_text, "sync_ops.mlir")
     assert expected != sync_text and "async [" in expected
     (tmp_path / "expected.mlir").write_text(expected)
+    if scenario == "lens":  # and a third, with an inline gpu.launch
+        shutil.copyfile(INLINE_LAUNCH, workspace / INLINE_LAUNCH.name)
     func_line = next(i for i, line in enumerate(sync_lines, 1) if "func.func @scale" in line)
     func_column = sync_lines[func_line - 1].index("@scale") + 1
 
@@ -388,7 +429,8 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
             "line": func_line,
             "column": func_column,
             "lens": _lens_config(sync_text, blocked_text, expected, "scale"),
-            **({"quickFix": _quick_fix_config(tmp_path, blocked_text)}
+            **({"quickFix": _quick_fix_config(tmp_path, blocked_text),
+                "launchFix": _launch_fix_config(tmp_path, workspace)}
                if scenario == "lens" else {}),
             **(_llvm22_scenario(tmp_path, blocked_text) if scenario == "llvm22" else {}),
         }))

@@ -16,14 +16,16 @@
 // file's lens, clicked, selects the blocker (window/showDocument); there Quick Fix (Ctrl+.) on
 // the pre-existing-wait error offers LLVM 22's rewrite of the function (resolved through
 // codeAction/resolve), picked by its title; saved, the file equals
-// `check --fix --semantics llvm22` output.
+// `check --fix --semantics llvm22` output. Last, the file with an inline gpu.launch: Quick Fix
+// on its launch-not-outlined warning offers the rewrite with the gpu.launch threaded, picked by
+// its title; saved, the file equals `check --fix --thread-launch` output.
 // With scenario "llvm22": the user settings start with gpuAsyncLsp.semantics "llvm22" (and
 // sync-gpu-ops shown as information). The blocked file's gpu.wait is no error in Problems, only
 // the hint, and its lens offers the rewrite. The setting changed to "original" in the user
 // settings (JSON) brings the error and the blocked lens to the running editor; set back to
 // "llvm22", they go; the lens, clicked, and a save give `check --fix --semantics llvm22` output.
 // CONFIG: {scenario, playwright, chromium, url, artifacts, settings, blocked, sync, expected,
-//          funcName, line, column, lens, quickFix?, llvm22?, expectedLlvm22?}
+//          funcName, line, column, lens, quickFix?, launchFix?, llvm22?, expectedLlvm22?}
 import { createRequire } from "module";
 import * as fs from "fs";
 import * as path from "path";
@@ -230,6 +232,39 @@ async function lensHintsHoverDefinition(page) {
   await editor.locator(".squiggly-error").first().waitFor({ state: "detached", timeout: 10000 });
   log("saved file equals check --fix --semantics llvm22 output; the error is gone");
   await shot(page, "quick-fix-saved");
+
+  // The inline gpu.launch is a launch-not-outlined warning (default settings); Quick Fix on it
+  // offers the rewrite with the gpu.launch threaded like any async op; picked by its title and
+  // saved, the file equals `check --fix --thread-launch` output.
+  const launch = config.launchFix;
+  await openFile(page, path.basename(launch.file));
+  await editor.locator(".squiggly-warning").first().waitFor({ state: "attached", timeout: 30000 });
+  await goTo(page, launch.line, launch.column);
+  await until(`the cursor at ${launch.line}:${launch.column}`, async () => {
+    const where = await cursorLine(page);
+    return where?.line === launch.line && where.column === launch.column;
+  }, 5000);
+  await page.keyboard.press("Control+Period");
+  const launchItem = page.locator(".action-widget .monaco-list-row", { hasText: launch.title }).first();
+  await launchItem.waitFor({ state: "visible", timeout: 10000 });
+  const offered = (await launchItem.innerText()).trim();
+  if (offered !== launch.title) {
+    throw new Error(`the quick fix is titled "${offered}", not "${launch.title}"`);
+  }
+  await shot(page, "quick-fix-on-inline-launch");
+  await launchItem.click();
+  await until("the editor to show the threaded gpu.launch", async () =>
+    plain(await editor.locator(".view-lines").innerText()).includes(launch.rewritten), 20000);
+  log(`quick fix "${launch.title}" applied`);
+  await runCommand(page, "File: Save");
+  const expectedLaunch = fs.readFileSync(launch.expected, "utf8");
+  await until("the saved file to equal `check --fix --thread-launch` output", async () =>
+    fs.readFileSync(launch.file, "utf8") === expectedLaunch, 20000);
+  await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 10000 });
+  // Nothing blocks the function any more: the warning goes.
+  await editor.locator(".squiggly-warning").first().waitFor({ state: "detached", timeout: 10000 });
+  log("saved file equals check --fix --thread-launch output; the warning is gone");
+  await shot(page, "launch-quick-fix-saved");
 }
 
 // A user setting changed as a user would: Preferences: Open User Settings (JSON) (a tab, with
