@@ -46,9 +46,10 @@ _SYMBOL_ONE = rf'@(?:[A-Za-z_$.][\w$.\-]*|{_STRING})'
 
 # Each match takes the blanks before its token (group `ws`), so that finditer does not retry
 # every alternative at each blank; the alternatives come in order of frequency in host code.
-# One of them matches wherever a match is tried (`odd` takes the blanks other than ` \t\r\n`,
-# which separate tokens without being whitespace here), so finditer never retries at the next
-# character: a long run of blanks before a form feed would cost its square.
+# One of them matches wherever a match is tried, so that finditer never retries at the next
+# character (a long run of blanks before a form feed cost its square): `odd` takes a blank
+# other than ` \t\r\n` (form feed, U+2028, ...), which the token loops drop together with the
+# blanks before it, as they were dropped when nothing matched there.
 _TOKEN_ALTERNATIVES = [
     rf"(?P<value>%{_SUFFIX_ID}(?:#\d+)?)",
     rf"(?P<bare>{_IDENT})(?P<blob>{_BODY})?",
