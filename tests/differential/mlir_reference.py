@@ -49,9 +49,10 @@ class ChunkResult:
         return self.output is not None
 
 
-def run_chunks(chunks: list[str], *, pipeline: bool = False,
-               allow_unregistered: bool = False) -> list[ChunkResult]:
-    """Print each chunk through `mlir-opt-22` (after the gpu-async-region pass if `pipeline`).
+def run_chunks(chunks: list[str], *, pipeline: bool = False, allow_unregistered: bool = False,
+               flags: tuple[str, ...] = ()) -> list[ChunkResult]:
+    """Print each chunk through `mlir-opt-22` with `flags` (after the gpu-async-region pass
+    if `pipeline`).
 
     One invocation for all chunks. The chunks must not contain the split marker themselves.
     """
@@ -63,6 +64,7 @@ def run_chunks(chunks: list[str], *, pipeline: bool = False,
         args.append("-allow-unregistered-dialect")
     if pipeline:
         args.append(PASS_PIPELINE)
+    args.extend(flags)
     joined = f"\n{SPLIT_MARKER}\n".join(chunks)
     proc = subprocess.run(args, input=joined.encode("utf-8"), capture_output=True, timeout=600)
     stderr = proc.stderr.decode("utf-8", "replace")
