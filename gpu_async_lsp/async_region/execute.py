@@ -169,6 +169,7 @@ class Use:
     inserted await (`new`), or as an operand added to an execute (`added`, its index)."""
 
     user: object  # Op or NewOp
+    value: str  # the value it uses, as a use names it
     ref: object = None
     added: tuple | None = None  # (ExecutePlan, index)
 
@@ -213,9 +214,10 @@ class ExecutePhases:
         # MLIR's parser creates an op after the ops of its regions, so the uses an op makes
         # come after those of the ops inside it: in post-order; each goes in front.
         self.uses: dict[str, list[Use]] = {}
+        self.by_user: dict[int, list[Use]] = {}  # id(user) -> its uses, in operand order
         for op in _post_order(func):
             for ref in op.uses:
-                self.uses.setdefault(_ref_name(ref), []).insert(0, Use(op, ref))
+                self.new_use(Use(op, _ref_name(ref), ref))
         self.parent: dict[int, BlockPlan] = {}  # id(item) -> the block plan holding it
         for bplan in walker.blocks:
             for item in bplan.items:
@@ -236,6 +238,11 @@ class ExecutePhases:
                 found.yield_ends = (oe, te)
             self.execs[id(op)] = found
         return found
+
+    def new_use(self, use: Use) -> None:
+        """A use created now: in front of its value's list."""
+        self.uses.setdefault(use.value, []).insert(0, use)
+        self.by_user.setdefault(id(use.user), []).append(use)
 
     def users(self, value: str) -> list:
         return [u.user for u in self.uses.get(value, [])]
@@ -338,6 +345,12 @@ class ExecutePhases:
         plan = self.plan_of(op)
         if not op.results:
             raise NotInPlace("an async.execute without results")
+        # The clone's operands and the ops of its body are created anew: their uses go in
+        # front of their values' lists, in the order the clone creates them.
+        for use in self.clone_uses(op):
+            lst = self.uses[use.value]
+            lst.remove(use)
+            lst.insert(0, use)
         for name in plan.results:
             if name in self.uses:
                 self.uses[name].reverse()
@@ -352,6 +365,31 @@ class ExecutePhases:
             plan.new_yielded.append(value)
         return names
 
+    def clone_uses(self, op: Op) -> list[Use]:
+        """The uses a clone of `op` creates, in order: its operands (those written, then
+        those added), then the ops of its regions in pre-order, each its operands first."""
+        out = list(self.by_user.get(id(op), []))
+        stack = [iter(self._items_in(op))]
+        while stack:
+            item = next(stack[-1], None)
+            if item is None:
+                stack.pop()
+                continue
+            if self.is_erased(item):
+                continue
+            out.extend(self.by_user.get(id(item), []))
+            if not isinstance(item, NewOp):
+                stack.append(iter(self._items_in(item)))
+        return out
+
+    def _items_in(self, op: Op):
+        """The ops of `op`'s regions as the plan leaves them (inserted ones included)."""
+        for region in op.regions:
+            for block in region.blocks:
+                bplan = self.w.block_of.get(id(block))
+                if bplan is not None:
+                    yield from bplan.items
+
     def add_dependency_after(self, tokens: list[str], user, worklist: list) -> None:
         """`addAsyncDependencyAfter`: the user of a deferred execute waits on `tokens`."""
         if user.name == AWAIT:
@@ -363,7 +401,7 @@ class ExecutePhases:
                 new = NewOp(AWAIT, [token], result)
                 bplan.items.insert(at + k, new)
                 self.parent[id(new)] = bplan
-                self.uses.setdefault(token, []).insert(0, Use(new))
+                self.new_use(Use(new, token))
                 waited.append(result)
             at += len(tokens)
         else:  # an async.execute
@@ -372,8 +410,7 @@ class ExecutePhases:
             for token in tokens:
                 argument = self.w.names.fresh()
                 plan.new_operands.append([token, argument])
-                self.uses.setdefault(token, []).insert(
-                    0, Use(user, added=(plan, len(plan.new_operands) - 1)))
+                self.new_use(Use(user, token, added=(plan, len(plan.new_operands) - 1)))
                 waited.append(argument)
             bplan = self.body(user)
             at = 0
@@ -417,6 +454,7 @@ class ExecutePhases:
             uses = self.uses[value]
             if len(uses) > 1:
                 moved = uses.pop(1)  # only the first of the uses after the first moves
+                moved.value = new[0]
                 self.uses.setdefault(new[0], []).insert(0, moved)
                 self.rename(moved, new[0])
 

@@ -51,6 +51,8 @@ def has_side_effects(op: Op) -> bool:
     stack = [op]
     while stack:
         current = stack.pop()
+        if current.name == "gpu.launch":
+            return True  # threaded, it stands for the gpu.launch_func outlining makes of it
         kind = effect_kind(current.name)
         if kind == "effects":
             return True

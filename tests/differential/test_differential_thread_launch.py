@@ -14,10 +14,11 @@ where the two semantics agree on it: a function holding a pre-existing `gpu.wait
 is blocked (and left as written), and one holding an `async.execute` is rewritten without
 LLVM 22's phases for it (its difference with the pass is counted, not failed).
 
-Two differences are known, each pinned by strict xfails on its smallest reproducers (and kept
-out of the generated programs): a host op with regions holding only a launch whose kernel is
-free of memory effects (EFFECT_FREE_KERNEL_NESTED), and, in LLVM 22's rules whether or not a
-launch is involved, a token of an `async.execute` taken twice (TWO_DEPENDENT_EXECUTES).
+Two differences found here are pinned by tests on their smallest reproducers: a host op with
+regions holding only a launch whose kernel is free of memory effects
+(EFFECT_FREE_KERNEL_NESTED: the outlined gpu.launch_func has effects), and, in LLVM 22's rules
+whether or not a launch is involved, a token of an `async.execute` taken twice
+(TWO_DEPENDENT_EXECUTES: cloning an execute re-creates its operands' uses in front).
 
 `--fix` is run as the command (on a directory of all programs), twice. All programs go
 through `mlir-opt-22` in a few invocations. `GPU_ASYNC_DIFF_LAUNCH_PROGRAMS` and
@@ -422,17 +423,10 @@ _EFFECT_FREE_KERNEL_AT_TOP = EFFECT_FREE_KERNEL_NESTED["scf.for"].replace(
     "  scf.for %i = %n to %n step %n {\n", "").replace("    }\n  }\n", "    }\n")
 _EFFECTFUL_KERNEL_NESTED = EFFECT_FREE_KERNEL_NESTED["scf.for"].replace(
     "      gpu.terminator", "      gpu.barrier\n      gpu.terminator")
-EFFECT_FREE_KERNEL_NESTED_REASON = (
-    "a host op with regions holding only a gpu.launch whose kernel is free of memory effects: "
-    "the pass on the outlined program waits for the current token before the op (the "
-    "gpu.launch_func has effects), our rewrite carries the token past it")
 
 
 @pytest.mark.parametrize("semantics", SEMANTICS)
-@pytest.mark.parametrize("shape", [
-    pytest.param(shape, marks=pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                reason=EFFECT_FREE_KERNEL_NESTED_REASON))
-    for shape in EFFECT_FREE_KERNEL_NESTED])
+@pytest.mark.parametrize("shape", list(EFFECT_FREE_KERNEL_NESTED))
 def test_thread_launch_effect_free_kernel_nested_in_a_host_op(shape, semantics):
     (result,) = _judged(EFFECT_FREE_KERNEL_NESTED[shape], semantics)
     assert result.outcome == REWRITTEN, result.detail
@@ -489,9 +483,6 @@ TWO_EXECUTES_DEPENDING_ON_ONE = {
     "(v), (v)": {"users": ("(%v)", "(%v)")},
     "[e] awaiting e": {"users": ("[%e]",), "first_awaits": True},
 }
-TWO_DEPENDENT_EXECUTES_REASON = (
-    "llvm22: a token of an async.execute taken by two later ones, the first of which the pass "
-    "gives a token result, reaches them as #1 and #0 in the pass, #0 and #1 in ours")
 
 
 def _shape(body: str, case: dict) -> str:
@@ -507,10 +498,7 @@ _KNOWN_CASES = [*EFFECT_FREE_KERNEL_NESTED.values(), _EFFECT_FREE_KERNEL_AT_TOP,
 
 
 @pytest.mark.parametrize("body", [_MEMSET, _LAUNCH_BODY], ids=["memset", "gpu.launch"])
-@pytest.mark.parametrize("shape", [
-    pytest.param(shape, marks=pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                reason=TWO_DEPENDENT_EXECUTES_REASON))
-    for shape in TWO_DEPENDENT_EXECUTES])
+@pytest.mark.parametrize("shape", list(TWO_DEPENDENT_EXECUTES))
 def test_llvm22_two_executes_taking_one_token(shape, body):
     (result,) = _judged(_shape(body, TWO_DEPENDENT_EXECUTES[shape]), LLVM22)
     assert result.outcome == REWRITTEN, result.detail
