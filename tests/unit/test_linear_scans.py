@@ -1,0 +1,372 @@
+"""Every scan of the syntax layer is linear in its input.
+
+Each test builds an input of one shape at sizes n and 4n and runs it through the public parse
+paths: `parse_document` and `analyze` (what `check` runs), and the unit-by-unit path of the
+server (`split_document`, then each leaf unit's own text through `tokenize_lines`,
+`parse_unit_tokens` and `analyze`). The 4n input must cost less than 8 times the n input:
+linear time gives about 4, quadratic time 16. The shapes are those of long-lived buffers
+(comments, blank lines, long lines and strings, many chunks, ops, functions, results,
+dependencies and block labels, deep nesting) and those that did cost quadratic time once. Two
+requests the server answers from the parse, references and positions, are held to the same.
+
+Ratios, not absolute times: the machines that run these tests are shared and noisy, and differ
+in speed, so a time limit is either loose or flaky; the ratio of two CPU times measured in the
+same run, best of three with the cyclic GC paused, is neither. The n cases were sized to take
+some 20-50 ms, well above the clock's noise, and the whole file a quarter of a minute.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import time
+
+import pytest
+
+from gpu_async_lsp.async_region import analyze
+from gpu_async_lsp.op_tables import DEFAULT_DIALECT
+from gpu_async_lsp.syntax import Chunk, Document, Op, parse_document
+from gpu_async_lsp.syntax import navigation as nav
+from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, tokenize_lines
+from gpu_async_lsp.syntax.parser import (
+    OP_WORDS,
+    TOP_LEVEL_DIALECT,
+    parse_container_header,
+    parse_unit_tokens,
+    split_document,
+)
+from gpu_async_lsp.text import UTF16, LineIndex
+
+LIMIT = 8  # t(4n) / t(n): linear is about 4, quadratic 16
+RUNS = 3
+
+
+# --- the two parse paths -------------------------------------------------------------------------
+
+
+def check_path(text: str) -> None:
+    """What `gpu-async-lsp check` runs on a buffer."""
+    analyze(parse_document(text))
+
+
+def server_path(text: str) -> None:
+    """What the server runs on a buffer it opens: the units of `split_document`, container
+    headers parsed in place, each leaf unit parsed and analysed as its own text."""
+    for _, _, units in split_document(text):
+        _server_units(text, units, TOP_LEVEL_DIALECT, False)
+
+
+def _server_units(text: str, units, dialect: str | None, device: bool) -> None:
+    for unit in units:
+        if unit.region is not None:
+            op, _ = parse_container_header(text, unit, dialect)
+            name = op.name if op is not None else CONTAINER_NAME_RE.match(text, unit.start).group()
+            name = "builtin.module" if name == "module" else name
+            inner = DEFAULT_DIALECT.get(name) if op is not None else dialect
+            _server_units(text, unit.children, inner, device or name == "gpu.module")
+            continue
+        source = text[unit.start:unit.end]
+        items, issue = parse_unit_tokens(
+            source, tokenize_lines(source, 0, len(source), OP_WORDS), dialect, len(source))
+        chunk = Chunk(0, len(source), [] if device else [x for x in items if isinstance(x, Op)])
+        if issue is not None:
+            chunk.errors.append(issue)
+        analyze(Document(source, [chunk]))
+
+
+PATHS = pytest.mark.parametrize("path", [check_path, server_path], ids=["check", "server"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm():
+    """Build the parser (and fill the regex caches) before anything is timed."""
+    check_path(_function(_ops(2)))
+    server_path(_function(_ops(2)))
+
+
+def _cpu(run, arg) -> float:
+    gc.disable()
+    try:
+        start = time.process_time()
+        run(arg)
+        return time.process_time() - start
+    finally:
+        gc.enable()
+
+
+def assert_linear(run, make, n: int) -> None:
+    """run(make(4 * n)) costs less than LIMIT times run(make(n)); each time is the best of
+    RUNS, and the larger input is not run again once one of its runs is within the limit."""
+    small, large = make(n), make(4 * n)
+    t_small = min(_cpu(run, small) for _ in range(RUNS))
+    t_large = float("inf")
+    for _ in range(RUNS):
+        t_large = min(t_large, _cpu(run, large))
+        if t_large < LIMIT * t_small:
+            return
+    pytest.fail(f"n={n}: {t_small * 1000:.1f} ms, 4n: {t_large * 1000:.1f} ms, "
+                f"ratio {t_large / max(t_small, 1e-9):.1f} (limit {LIMIT})")
+
+
+# --- shapes --------------------------------------------------------------------------------------
+
+HEADER = "func.func @f(%n: index, %buf: memref<?xf32>, %x: f32) {\n"
+COMMENT = "// " + "x" * 76 + "\n"
+
+
+def _function(body: str, name: str = "@f") -> str:
+    return HEADER.replace("@f", name) + body + "  return\n}\n"
+
+
+def _ops(k: int) -> str:
+    return "".join(f"  %a{i} = gpu.alloc (%n) : memref<?xf32>\n"
+                   f"  gpu.memcpy %a{i}, %buf : memref<?xf32>, memref<?xf32>\n" for i in range(k))
+
+
+def _values(k: int, sep: str = ", ") -> str:
+    return sep.join(f"%v{i}" for i in range(k))
+
+
+@PATHS
+def test_parse_trailing_comment_lines_linear(path):
+    assert_linear(path, lambda n: _function(_ops(2)) + COMMENT * n, 22000)
+
+
+@PATHS
+def test_parse_trailing_comment_lines_in_module_crlf_linear(path):
+    def make(n):
+        return ("module {\n" + _function(_ops(2)) + ("  " + COMMENT) * n + "}\n").replace(
+            "\n", "\r\n")
+    assert_linear(path, make, 16000)
+
+
+@PATHS
+def test_parse_interleaved_comment_lines_linear(path):
+    def make(n):
+        return _function("".join(f'  // step {i}: "quoted" {{ not a brace }}\n'
+                                 f"  %v{i} = arith.addf %x, %x : f32\n" for i in range(n)))
+    assert_linear(path, make, 2500)
+
+
+@PATHS
+def test_parse_blank_lines_linear(path):
+    def make(n):
+        return _function(_ops(1) + "\n" * n + "   \t\n" * n + _ops(1)) + "\n \n" * n
+    assert_linear(path, make, 30000)
+
+
+@PATHS
+def test_parse_one_very_long_line_linear(path):
+    assert_linear(path, lambda n: _function(f"  %r = arith.addi {_values(n)} : i32\n"), 45000)
+
+
+@PATHS
+def test_parse_long_line_of_raw_tokens_linear(path):
+    # A string makes the line one of raw tokens: the values after it are read one by one.
+    assert_linear(path, lambda n: _function(f'  %r = test.op "s", {_values(n)} : i32\n'), 5500)
+
+
+@PATHS
+def test_parse_long_string_linear(path):
+    assert_linear(path, lambda n: _function(
+        '  "test.op"() {s = "' + "abcdefgh" * n + '"} : () -> ()\n'), 160000)
+
+
+@PATHS
+def test_parse_string_with_many_escapes_linear(path):
+    # At the top level: the rewrite reads a function's text for its SSA names, with a pattern
+    # of its own.
+    assert_linear(path, lambda n: '"test.op"() {s = "' + '\\"\\\\' * n + '"} : () -> ()\n',
+                  200000)
+
+
+@PATHS
+def test_parse_unterminated_string_at_end_of_long_line_linear(path):
+    assert_linear(path, lambda n: _function("  %r = arith.addi " + "%x, " * n + '"\n'), 6000)
+
+
+@PATHS
+def test_parse_escaped_quotes_after_unterminated_string_linear(path):
+    assert_linear(path, lambda n: _function(
+        '  "test.op"() {s = "' + '\\" ' * n + "} : () -> ()\n"), 56000)
+
+
+@PATHS
+def test_parse_unclosed_metadata_on_many_lines_linear(path):
+    assert_linear(path, lambda n: _function(
+        "".join(f"  %v{i} = test.op {{-# : i32\n" for i in range(n))), 1800)
+
+
+@PATHS
+def test_parse_blanks_before_form_feed_linear(path):
+    assert_linear(path, lambda n: _function(
+        '  "test.op"(%x' + " " * n + "\x0c) : (f32) -> ()\n"), 850000)
+
+
+@PATHS
+def test_parse_long_op_name_before_string_linear(path):
+    assert_linear(path, lambda n: _function("  " + "a" * n + ' "s" : i32\n'), 1300000)
+
+
+@PATHS
+def test_parse_many_split_chunks_linear(path):
+    assert_linear(path, lambda n: "// -----\n".join(
+        _function(_ops(1), f"@f{i}") for i in range(n)), 200)
+
+
+@PATHS
+def test_parse_many_top_level_functions_linear(path):
+    assert_linear(path, lambda n: "".join(_function(_ops(1), f"@f{i}") for i in range(n)), 200)
+
+
+@PATHS
+def test_parse_many_top_level_declarations_linear(path):
+    assert_linear(path, lambda n: "".join(
+        f"func.func private @d{i}(i32) -> i32\n" for i in range(n)), 900)
+
+
+@PATHS
+def test_parse_many_functions_in_one_module_linear(path):
+    assert_linear(path, lambda n: "module {\n" + "".join(
+        _function(_ops(1), f"@f{i}") for i in range(n)) + "}\n", 200)
+
+
+@PATHS
+def test_parse_many_declarations_in_one_module_linear(path):
+    assert_linear(path, lambda n: "module {\n" + "".join(
+        f"  func.func private @d{i}(i32) -> i32\n" for i in range(n)) + "}\n", 900)
+
+
+@PATHS
+def test_parse_many_ops_in_one_function_linear(path):
+    assert_linear(path, lambda n: _function(_ops(n)), 720)
+
+
+@PATHS
+def test_parse_nested_scf_for_linear(path):
+    def make(n):
+        body = "  %c0 = arith.constant 0 : index\n"
+        body += "".join(f"  scf.for %i{i} = %c0 to %n step %n {{\n"
+                        f"  %v{i} = arith.addf %x, %x : f32\n" for i in range(n))
+        return _function(body + "  }\n" * n)
+    assert_linear(path, make, 450)
+
+
+@PATHS
+def test_parse_nested_generic_regions_linear(path):
+    assert_linear(path, lambda n: _function(
+        '  "test.r"() ({\n' * n + "  }) : () -> ()\n" * n), 450)
+
+
+@PATHS
+def test_parse_nested_modules_linear(path):
+    def make(n):
+        return "".join(f"module @m{i} {{\n" + _function(_ops(1), f"@f{i}") for i in range(n)) + (
+            "}\n" * n)
+    assert_linear(path, make, 90)
+
+
+@PATHS
+def test_parse_nested_angle_brackets_in_types_linear(path):
+    def make(n):
+        t = "f32"
+        for _ in range(n):
+            t = f"!test.t<{t}>"
+        return _function(f"  %a = gpu.alloc (%n) : memref<?x{t}>\n  \"test.op\"() : () -> {t}\n")
+    assert_linear(path, make, 1500)
+
+
+@PATHS
+def test_parse_nested_dense_attribute_linear(path):
+    def make(n):
+        return _function("  %c = arith.constant dense<" + "[" * n + "-1.5" + "]" * n
+                         + "> : tensor<f32>\n" + "  %d = test.op " + "(" * n + ")" * n + "\n")
+    assert_linear(path, make, 120000)
+
+
+@PATHS
+def test_parse_long_dense_attribute_linear(path):
+    assert_linear(path, lambda n: _function(
+        "  %c = arith.constant dense<[" + ", ".join("-1.5" for _ in range(n))
+        + f"]> : tensor<{n}xf32>\n"), 90000)
+
+
+@PATHS
+def test_parse_many_results_linear(path):
+    assert_linear(path, lambda n: _function(f"  {_values(n)} = test.op : i32\n"), 16000)
+
+
+@PATHS
+def test_parse_many_results_over_lines_linear(path):
+    assert_linear(path, lambda n: _function(
+        f"  {_values(n, ',' + chr(10) + '  ')} = test.op : i32\n"), 5000)
+
+
+@PATHS
+def test_parse_long_dependency_list_linear(path):
+    assert_linear(path, lambda n: _function(
+        "  %t = gpu.wait async\n  gpu.wait [" + ", ".join("%t" for _ in range(n)) + "]\n"), 20000)
+
+
+@PATHS
+def test_parse_long_dependency_list_over_lines_linear(path):
+    assert_linear(path, lambda n: _function(
+        "  %t = gpu.wait async\n  %u = gpu.wait async [" + ",\n".join("%t" for _ in range(n))
+        + "]\n"), 2400)
+
+
+@PATHS
+def test_parse_operands_one_per_line_linear(path):
+    assert_linear(path, lambda n: _function(
+        "  %r = test.op(" + ",\n".join(f"      %x{i}" for i in range(n)) + ") : i32\n"), 3600)
+
+
+@PATHS
+def test_parse_many_block_labels_linear(path):
+    def make(n):
+        return _function("  cf.br ^bb0\n" + "".join(
+            f"^bb{i}(%p{i}: i32,\n    %q{i}: f32):\n  cf.br ^bb{i + 1}\n" for i in range(n))
+            + f"^bb{n}:\n")
+    assert_linear(path, make, 480)
+
+
+@PATHS
+def test_parse_attribute_dictionary_over_lines_linear(path):
+    assert_linear(path, lambda n: _function('  "test.op"() {\n' + "".join(
+        f"    a{i} = {i} : i32,\n" for i in range(n)) + "    z = 0 : i32} : () -> ()\n"), 2000)
+
+
+@PATHS
+def test_parse_many_async_ops_of_other_formats_linear(path):
+    assert_linear(path, lambda n: _function("".join(
+        f"  %d{i}, %t{i} = gpu.create_dn_tensor async [%t] %buf, %n : index into memref<?xf32>\n"
+        for i in range(n))), 450)
+
+
+# --- after the parse: references and positions ---------------------------------------------------
+
+
+def test_references_many_uses_of_one_argument_linear():
+    def make(n):
+        text = "func.func @f(%arg0: f32) {\n" + "".join(
+            f"  %v{i} = arith.addf %arg0, %arg0 : f32\n" for i in range(n)) + "  return\n}\n"
+        ops = parse_document(text).chunks[0].ops
+        return ops, nav.name_at(ops, text.index("%arg0,") + 1)
+
+    assert_linear(lambda arg: nav.references(*arg), make, 2000)
+
+
+def test_line_index_positions_on_one_long_line_linear():
+    def make(n):
+        ops = [f"%a{i} = gpu.alloc (%n) : memref<?xf32> " for i in range(n)]
+        head = "func.func @f(%n: index) { "
+        offsets = [len(head) + k for k in itertools.accumulate(map(len, ops), initial=0)][:-1]
+        return head + "".join(ops) + "return }\n", offsets
+
+    def run(arg):
+        text, offsets = arg
+        index = LineIndex(text)
+        for offset in offsets:
+            index.offset(index.position(offset, UTF16), UTF16)
+
+    assert_linear(run, make, 4500)
