@@ -19,8 +19,8 @@ The chunks: those of `../shared/corpus` (LLVM's own tests) and `../shared/corpus
   function that differs from the pass must be one the two semantics rewrite differently
   (an `async.execute`: LLVM 22's phases for it are not the original pass's).
 
-A chunk on which the pipeline fails (outlining crashes on a kernel it cannot outline) is
-skipped, with mlir-opt-22's message. `pytest -s` shows one summary line per corpus.
+A chunk on which the pipeline fails (outlining crashes on a kernel it cannot outline) is only
+checked for what needs no reference (our text keeps its lines), and for the failure itself. `pytest -s` shows one summary line per corpus.
 """
 
 from __future__ import annotations
@@ -233,11 +233,11 @@ def test_thread_launch_corpus_chunk_equals_outlined_pipeline(corpus, path, chunk
     problems = run.problems[semantics]
     assert not problems, "\n\n".join(problems)
     if not run.reference.ok:
+        # No reference to compare with: mlir-opt-22 itself fails on the chunk (it crashes
+        # outlining these kernels). What could be checked was (our text keeps its lines);
+        # that the reference still fails is checked too, so a fixed LLVM gets compared.
         stderr = run.reference.stderr
-        errors = [line for line in stderr.splitlines() if "error:" in line]
-        why = errors[0] if errors else "mlir-opt-22 crashes" if "Stack dump" in stderr \
-            else stderr.strip()
-        pytest.skip(f"outlining then the pass fails on the chunk: {why}")
+        assert "Stack dump" in stderr or "error:" in stderr, stderr
 
 
 @pytest.mark.parametrize("corpus", list(CORPORA))
