@@ -266,13 +266,12 @@ class ExecutePhases:
     def live_items(self, bplan: BlockPlan) -> list:
         return [x for x in bplan.items if not self.is_erased(x)]
 
-    @staticmethod
-    def side_effects(item) -> bool:
+    def side_effects(self, item) -> bool:
         if isinstance(item, NewOp):
             return item.kind != YIELD
         from gpu_async_lsp.async_region.rewriter import has_side_effects
 
-        return has_side_effects(item)
+        return has_side_effects(item, self.w.effects)
 
     @staticmethod
     def terminator(item) -> bool:

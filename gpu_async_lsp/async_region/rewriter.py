@@ -33,6 +33,7 @@ from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Rend
 from gpu_async_lsp.edits import TextEdit, apply_edits, sort_edits
 from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_terminator
 from gpu_async_lsp.syntax import Block, Document, Op, parse_document
+from gpu_async_lsp.syntax.patterns import STRING
 
 TOKEN_TYPE = "!gpu.async.token"
 
@@ -45,22 +46,32 @@ HOST_FUNCTION = "func.func"
 DEVICE_CONTAINERS = frozenset({"gpu.module", "gpu.func"})
 
 
-def has_side_effects(op: Op) -> bool:
+def has_side_effects(op: Op, memo: dict[int, bool] | None = None) -> bool:
     """`!isMemoryEffectFree(op)`: RecursiveMemoryEffects ops have the effects of what they
-    hold (walked without recursion)."""
-    stack = [op]
+    hold. With a `memo` (id(op) -> answer) kept for a function, each nested op is looked at
+    once whatever the nesting depth (a walk of the whole subtree per op was quadratic in it);
+    computed bottom-up without recursion."""
+    memo = {} if memo is None else memo
+    stack = [(op, False)]
     while stack:
-        current = stack.pop()
+        current, children_done = stack.pop()
+        key = id(current)
+        if key in memo:
+            continue
         if current.name == "gpu.launch":
-            return True  # threaded, it stands for the gpu.launch_func outlining makes of it
+            memo[key] = True  # threaded, it stands for the gpu.launch_func outlining makes
+            continue
         kind = effect_kind(current.name)
-        if kind == "effects":
-            return True
-        if kind == "recursive":
-            for region in current.regions:
-                for block in region.blocks:
-                    stack.extend(block.ops)
-    return False
+        if kind != "recursive":
+            memo[key] = kind == "effects"
+            continue
+        inner = [o for region in current.regions for block in region.blocks for o in block.ops]
+        if children_done:
+            memo[key] = any(memo[id(o)] for o in inner)
+            continue
+        stack.append((current, True))
+        stack.extend((o, False) for o in inner if id(o) not in memo)
+    return memo[id(op)]
 
 
 def is_already_async(op: Op) -> bool:
@@ -111,7 +122,7 @@ class NameAllocator:
 
 
 # An SSA name, or a comment or string (matched only to be skipped: `// %t0` is no name).
-_SSA_NAME = re.compile(r'//[^\n]*|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|(%[\w$.\-]+)')
+_SSA_NAME = re.compile(rf'//[^\n]*+|{STRING}|(%[\w$.\-]+)')
 
 
 def _used_names(text: str, func: Op) -> set[str]:
@@ -205,6 +216,7 @@ class ThreadTokenWalker:
         self.plans: dict[int, OpPlan] = {}  # id(Op) -> its plan
         self.items: list = []  # of the block being visited
         self.phases = None  # LLVM 22's async.execute phases (execute.py), once run
+        self.effects: dict[int, bool] = {}  # has_side_effects, per op of the function
 
     # -- the walk ---------------------------------------------------------------------------
 
@@ -267,7 +279,7 @@ class ThreadTokenWalker:
             return
         if self.current_token is None:
             return
-        if is_terminator(name) or has_side_effects(op):
+        if is_terminator(name) or has_side_effects(op, self.effects):
             reason = TERMINATOR if is_terminator(name) else SIDE_EFFECTS
             step = WaitStep(self.current_token, op.start, op, reason)
             self.rw.steps.append(step)
