@@ -232,6 +232,8 @@ class ExecutePhases:
             body = op.regions[0].blocks[0]
             yield_op = body.ops[-1] if body.ops and body.ops[-1].name == YIELD else None
             found = ExecutePlan(op, syntax, _result_names(op), list(syntax.types))
+            if found.results and len(found.results) - 1 != len(syntax.types):
+                raise NotInPlace("an async.execute whose results and types do not match")
             if yield_op is not None:
                 found.yield_op = yield_op
                 found.yielded, oe, te = yield_operands(self.text, yield_op)

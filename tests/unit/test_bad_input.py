@@ -435,3 +435,26 @@ def test_check_directory_walk_skips_fifo_instead_of_blocking(tmp_path):
     code, out, _ = command("check", str(tmp_path), timeout=60)
     assert code == 0
     assert b"a.mlir" in out and b"pipe.mlir" not in out
+
+
+def test_bad_input_llvm22_execute_results_without_their_types_is_a_finding():
+    """Two results named, no types written (not valid MLIR, as while typing): LLVM 22's
+    async.execute phases cannot follow it in place, so the function gets an unsupported-form
+    finding instead of an internal error."""
+    from gpu_async_lsp.async_region import analyze
+
+    text = """\
+func.func @f(%sz: index) {
+  %a0, %v = async.execute {
+    %m = gpu.alloc () : memref<7xf32>
+    async.yield
+  }
+  async.await %a0 : !async.token
+  async.await %v : !async.value<!gpu.async.token>
+  async.await %v : !async.value<!gpu.async.token>
+  return
+}
+"""
+    analysis = analyze(text, semantics="llvm22")
+    assert [b.code for fn in analysis.functions for b in fn.blockers] == ["unsupported-form"]
+    assert analysis.fixed_text() == text
