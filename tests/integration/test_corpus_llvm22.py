@@ -22,19 +22,21 @@ from __future__ import annotations
 
 import collections
 import functools
-import json
-import os
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from gpu_async_lsp.async_region import Analysis, analyze
 from gpu_async_lsp.async_region.rewriter import LLVM22
 from gpu_async_lsp.syntax.lexer import split_chunks
+from tests.corpora import (
+    CORPORA,
+    chunk_id,
+    fix_with_the_command,
+    manifest,
+    parses,
+    require_corpus,
+)
 from tests.differential.function_compare import (
     BLOCKED,
     DIFFERS,
@@ -52,12 +54,6 @@ from tests.differential.mlir_reference import (
     untouched_lines_survive,
 )
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-# name -> (folder, the prefix of its paths left out of test ids)
-CORPORA = {
-    "corpus": (SHARED / "corpus", "upstream/mlir/test/"),
-    "wide": (SHARED / "corpus-wide", "buddy-compiler__buddy-mlir/"),
-}
 # What may block a function in llvm22 semantics (a gpu.launch makes the pass fail, too).
 LLVM22_BLOCKERS = {"unsupported-form", "launch-not-outlined"}
 SHOWN = 3
@@ -65,30 +61,8 @@ SHOWN = 3
 pytestmark = pytest.mark.mlir_opt
 
 
-def _manifest(corpus: str) -> list[dict]:
-    path = CORPORA[corpus][0] / "manifest.json"
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def _require_corpus(corpus: str) -> None:
-    folder = CORPORA[corpus][0]
-    if not (folder / "manifest.json").exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"corpus missing at {folder}")
-        pytest.skip(f"corpus missing at {folder}")
-
-
-def _parses(entry: dict, chunk: int) -> bool:
-    details = entry["chunk_details"]
-    return details[chunk]["parses"] if details else entry["mlir_opt_parses"]
-
-
-CHUNKS = [(corpus, e["path"], i) for corpus in CORPORA for e in _manifest(corpus)
-          for i in range(e["chunks"]) if _parses(e, i)]
-
-
-def _chunk_id(corpus: str, path: str, chunk: int) -> str:
-    return f"{corpus}:{path.removeprefix(CORPORA[corpus][1])}#{chunk}"
+CHUNKS = [(corpus, e["path"], i) for corpus in CORPORA for e in manifest(corpus)
+          for i in range(e["chunks"]) if parses(e, i)]
 
 
 # -- one run over a whole corpus --------------------------------------------------------------
@@ -107,19 +81,6 @@ class ChunkRun:
     without_launches: ChunkResult | None = None
     results: list[FunctionResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what fails the chunk's test
-
-
-def _fix_with_the_command(texts: list[str]) -> list[str]:
-    """`check --fix --semantics llvm22` on a directory holding each text as a file."""
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = [Path(tmp) / f"{i:04d}.mlir" for i in range(len(texts))]
-        for path, text in zip(paths, texts):
-            path.write_bytes(text.encode("utf-8"))
-        proc = subprocess.run([sys.executable, "-m", "gpu_async_lsp", "check", "--fix",
-                               "--semantics", LLVM22, tmp], capture_output=True, text=True,
-                              timeout=600, check=False)
-        assert proc.returncode in (0, 1), proc.stderr  # 1: syntax errors remain
-        return [path.read_bytes().decode("utf-8") for path in paths]
 
 
 def _diagnosis(c: ChunkRun) -> None:
@@ -180,13 +141,13 @@ def _without_launches(c: ChunkRun) -> str:
 def corpus_run(corpus: str) -> dict[tuple[str, int], ChunkRun]:
     folder = CORPORA[corpus][0]
     chunks = []
-    for entry in _manifest(corpus):
+    for entry in manifest(corpus):
         text = (folder / entry["path"]).read_text(encoding="utf-8")
         pieces = [text[s:e] for s, e in split_chunks(text)] if entry["split_input_file"] \
             else [text]
-        chunks.extend((entry, i, pieces[i]) for i in range(entry["chunks"]) if _parses(entry, i))
+        chunks.extend((entry, i, pieces[i]) for i in range(entry["chunks"]) if parses(entry, i))
     texts = [t for _, _, t in chunks]
-    fixed = _fix_with_the_command(texts)
+    fixed = fix_with_the_command(texts, "--semantics", LLVM22)
     runs: list[ChunkRun] = []
     # One batch per flag set: a chunk is read the way the manifest says mlir-opt-22 reads it.
     for unregistered in (False, True):
@@ -227,7 +188,7 @@ PARSER_GAPS = {
 def _params():
     out = []
     for c in CHUNKS:
-        cid = _chunk_id(*c)
+        cid = chunk_id(*c)
         marks = [pytest.mark.xfail(strict=True, reason=PARSER_GAPS[cid])] \
             if cid in PARSER_GAPS else []
         out.append(pytest.param(*c, id=cid, marks=marks))
@@ -236,7 +197,7 @@ def _params():
 
 @pytest.mark.parametrize("corpus,path,chunk", _params())
 def test_llvm22_corpus_chunk_equals_pass_function_by_function(corpus, path, chunk):
-    _require_corpus(corpus)
+    require_corpus(corpus)
     run = corpus_run(corpus)[(path, chunk)]
     assert not run.problems, "\n\n".join(run.problems)
 
@@ -244,7 +205,7 @@ def test_llvm22_corpus_chunk_equals_pass_function_by_function(corpus, path, chun
 @pytest.mark.parametrize("corpus", list(CORPORA))
 def test_llvm22_corpus_summary(corpus):
     """Counts, printed (pytest -s); also a check that the corpus exercised the comparison."""
-    _require_corpus(corpus)
+    require_corpus(corpus)
     runs = corpus_run(corpus).values()
     outcomes = collections.Counter(r.outcome for c in runs for r in c.results)
     blocked = collections.Counter(b for c in runs for r in c.results if r.outcome == BLOCKED
@@ -255,7 +216,7 @@ def test_llvm22_corpus_summary(corpus):
                            for r in c.results)
     syntax_errors = sum(c.analysis.has_syntax_errors for c in runs)
     failing = sum(bool(c.problems) for c in runs)
-    xfailed = sum(_chunk_id(corpus, c.entry["path"], c.index) in PARSER_GAPS for c in runs)
+    xfailed = sum(chunk_id(corpus, c.entry["path"], c.index) in PARSER_GAPS for c in runs)
     with_execute = sum(r.async_execute for c in runs for r in c.results if r.outcome == REWRITTEN)
     print(f"\nllvm22 {corpus}: {len(runs)} chunks that mlir-opt-22 parses ({pass_failed} where "
           f"the pass fails on a gpu.launch); functions compared with the pass: {compared} "

@@ -27,14 +27,8 @@ from __future__ import annotations
 
 import collections
 import functools
-import json
-import os
 import re
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -47,6 +41,14 @@ from gpu_async_lsp.async_region.rewriter import (
 )
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.lexer import split_chunks
+from tests.corpora import (
+    CORPORA,
+    chunk_id,
+    fix_with_the_command,
+    manifest,
+    parses,
+    require_corpus,
+)
 from tests.differential.function_compare import (
     BLOCKED,
     DIFFERS,
@@ -66,34 +68,10 @@ from tests.differential.outlining_reference import (
     semantics_differ,
 )
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-# name -> (folder, the prefix of its paths left out of test ids)
-CORPORA = {
-    "corpus": (SHARED / "corpus", "upstream/mlir/test/"),
-    "wide": (SHARED / "corpus-wide", "buddy-compiler__buddy-mlir/"),
-}
 BLOCKERS = {LLVM22: {"unsupported-form"},
             ORIGINAL: {"unsupported-form", "pre-existing-wait", "already-async"}}
 
 pytestmark = pytest.mark.mlir_opt
-
-
-def _manifest(corpus: str) -> list[dict]:
-    path = CORPORA[corpus][0] / "manifest.json"
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def _require_corpus(corpus: str) -> None:
-    folder = CORPORA[corpus][0]
-    if not (folder / "manifest.json").exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"corpus missing at {folder}")
-        pytest.skip(f"corpus missing at {folder}")
-
-
-def _parses(entry: dict, chunk: int) -> bool:
-    details = entry["chunk_details"]
-    return details[chunk]["parses"] if details else entry["mlir_opt_parses"]
 
 
 _LAUNCH = re.compile(r"gpu\.launch(?![_\w])")
@@ -105,21 +83,17 @@ def _chunks(corpus: str) -> list[tuple[dict, int, str]]:
     holds a `gpu.launch`."""
     folder = CORPORA[corpus][0]
     out = []
-    for entry in _manifest(corpus):
+    for entry in manifest(corpus):
         text = (folder / entry["path"]).read_text(encoding="utf-8")
         if not _LAUNCH.search(text):
             continue
         pieces = [text[s:e] for s, e in split_chunks(text)] if entry["split_input_file"] \
             else [text]
         for i in range(entry["chunks"]):
-            if _parses(entry, i) and _LAUNCH.search(pieces[i]) and any(
+            if parses(entry, i) and _LAUNCH.search(pieces[i]) and any(
                     launch_count(fn) for fn in host_functions(parse_document(pieces[i]))):
                 out.append((entry, i, pieces[i]))
     return out
-
-
-def _chunk_id(corpus: str, path: str, chunk: int) -> str:
-    return f"{corpus}:{path.removeprefix(CORPORA[corpus][1])}#{chunk}"
 
 
 # -- one run over a whole corpus --------------------------------------------------------------
@@ -137,18 +111,6 @@ class ChunkRun:
     results: dict[str, list[FunctionResult]] = field(default_factory=dict)
     kernels: dict[str, int] = field(default_factory=dict)  # kernel modules compared
     problems: dict[str, list[str]] = field(default_factory=dict)  # what fails the chunk
-
-
-def _fix_with_the_command(texts: list[str], semantics: str) -> list[str]:
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = [Path(tmp) / f"{i:04d}.mlir" for i in range(len(texts))]
-        for path, text in zip(paths, texts):
-            path.write_bytes(text.encode("utf-8"))
-        proc = subprocess.run([sys.executable, "-m", "gpu_async_lsp", "check", "--fix",
-                               "--thread-launch", "--semantics", semantics, tmp],
-                              capture_output=True, text=True, timeout=600, check=False)
-        assert proc.returncode in (0, 1), proc.stderr  # 1: blockers remain (original)
-        return [path.read_bytes().decode("utf-8") for path in paths]
 
 
 def _diagnosis(c: ChunkRun, semantics: str) -> None:
@@ -193,7 +155,8 @@ def _diagnosis(c: ChunkRun, semantics: str) -> None:
 def corpus_run(corpus: str) -> dict[tuple[str, int], ChunkRun]:
     chunks = _chunks(corpus)
     texts = [t for _, _, t in chunks]
-    fixed = {s: _fix_with_the_command(texts, s) for s in SEMANTICS}
+    fixed = {s: fix_with_the_command(texts, "--thread-launch", "--semantics", s)
+             for s in SEMANTICS}
     runs: list[ChunkRun] = []
     # One batch per flag set: a chunk is read the way the manifest says mlir-opt-22 reads it.
     for unregistered in (False, True):
@@ -221,14 +184,14 @@ def corpus_run(corpus: str) -> dict[tuple[str, int], ChunkRun]:
 # -- the tests --------------------------------------------------------------------------------
 
 def _params():
-    return [pytest.param(corpus, e["path"], i, id=_chunk_id(corpus, e["path"], i))
+    return [pytest.param(corpus, e["path"], i, id=chunk_id(corpus, e["path"], i))
             for corpus in CORPORA for e, i, _ in _chunks(corpus)]
 
 
 @pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("corpus,path,chunk", _params())
 def test_thread_launch_corpus_chunk_equals_outlined_pipeline(corpus, path, chunk, semantics):
-    _require_corpus(corpus)
+    require_corpus(corpus)
     run = corpus_run(corpus)[(path, chunk)]
     problems = run.problems[semantics]
     assert not problems, "\n\n".join(problems)
@@ -243,7 +206,7 @@ def test_thread_launch_corpus_chunk_equals_outlined_pipeline(corpus, path, chunk
 @pytest.mark.parametrize("corpus", list(CORPORA))
 def test_thread_launch_corpus_summary(corpus):
     """Counts, printed (pytest -s); also a check that the corpus exercised the comparison."""
-    _require_corpus(corpus)
+    require_corpus(corpus)
     runs = corpus_run(corpus).values()
     failed = sum(not c.reference.ok for c in runs)
     launches = sum(launch_count(fn.func) for c in runs for fn in c.analyses[LLVM22].functions)
