@@ -109,6 +109,9 @@ class OpFacts:
     async_interface: bool
     default_dialect: str | None
     symbol: bool = False  # implements SymbolOpInterface (defines the symbol it names)
+    # Its custom form builds its region (a static `regionBuilder`, as linalg's named ops):
+    # the region is in the generic form only.
+    implicit_region: bool = False
 
 
 def tblgen() -> Path | None:
@@ -242,6 +245,7 @@ def op_facts(records: dict[str, Record], op: Record) -> OpFacts:
         async_interface=ASYNC_OP_INTERFACE in qualified,
         default_dialect=default.group(1) if default else None,
         symbol=SYMBOL_OP_INTERFACE in qualified,
+        implicit_region="regionBuilder(" in op.fields.get("extraClassDeclaration", ""),
     )
 
 
@@ -337,6 +341,13 @@ def render(ops: dict[str, OpFacts], version: str) -> str:
         "Ops implementing SymbolOpInterface: they define the symbol they name (func.func @f),\n"
         "# unlike ops that only refer to one (func.call @f).",
         [n for n, f in ops.items() if f.symbol],
+        {},
+    )
+    lines += _set_lines(
+        "IMPLICIT_REGION_OPS",
+        "Ops whose custom form builds their region (a static regionBuilder: linalg's named\n"
+        "# ops): `linalg.matmul ins(...) outs(...)` has a region only in generic form.",
+        [n for n, f in ops.items() if f.implicit_region],
         {},
     )
     lines += _set_lines(
