@@ -23,6 +23,7 @@ from lark.lexer import Lexer
 
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
 from gpu_async_lsp.syntax import refs
+from gpu_async_lsp.syntax.braces import OP_WORDS
 from gpu_async_lsp.syntax.ir import (
     Alias,
     Block,
@@ -53,9 +54,6 @@ from gpu_async_lsp.syntax.prelex import (
 )
 
 TOP_LEVEL_DIALECT = "builtin"  # MLIR's parser starts with `builtin` as the default dialect
-# Bare names that start an op through some default dialect (`return`, `module`, ...).
-OP_WORDS = frozenset(name.split(".", 1)[1] for name in KNOWN_OPS
-                     if name.split(".", 1)[0] in set(DEFAULT_DIALECT.values()))
 
 
 def grammar_text() -> str:

@@ -15,6 +15,9 @@ _BODY_CHARS = r'[^<>"\-]*+'
 
 
 def angle_body(depth: int) -> str:
-    """A balanced `<...>` body nested up to `depth` levels; `->` and strings inside are skipped."""
-    special = r"-(?!>)|->|" + STRING + ("" if depth == 0 else "|" + angle_body(depth - 1))
+    """A balanced `<...>` body nested up to `depth` levels; `->` (`affine_map<(d0) -> (d0)>`),
+    the comparisons `>=` and `<=` (`affine_set<(d0) : (d0 - 1 >= 0)>`, which MLIR's affine
+    parser reads as tokens, not brackets) and strings inside are skipped."""
+    special = (r"-(?!>)|->|>=|<=|" + STRING
+               + ("" if depth == 0 else "|" + angle_body(depth - 1)))
     return f"<{_BODY_CHARS}(?:(?:{special}){_BODY_CHARS})*+>"

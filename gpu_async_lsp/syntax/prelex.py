@@ -26,6 +26,7 @@ import re
 from lark import Token
 
 from gpu_async_lsp.op_tables import ASYNC_INTERFACE_OPS, DEFAULT_DIALECT, KNOWN_OPS, TERMINATOR_OPS
+from gpu_async_lsp.syntax.braces import opens_region
 from gpu_async_lsp.syntax.gpu_formats import EXACT_GPU_OPS, VALUE_RE
 from gpu_async_lsp.syntax.ir import ValueRef
 from gpu_async_lsp.syntax.lexer import RawToken, tokenize
@@ -153,10 +154,9 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
         kind = t.kind
         f = frames[-1]
         if f.after_region:
-            # An op whose region closed ends at the end of that line: what comes on a new
-            # line is the next op (`} else {` and `}) : ...` go on on the brace's line).
             f.after_region = False
-            if t.line_start and f.paren == 0 and f.attr_depth == 0 and not f.label:
+            if (t.line_start and f.paren == 0 and f.attr_depth == 0 and not f.label
+                    and _ends_after_region(raw, i, f, known)):
                 f.in_op = False
 
         if kind == "line" or kind == "gpuline":
@@ -297,7 +297,7 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
 
         # _BODY mode
         if kind == "{":
-            if f.attr_depth or not _opens_region(raw, i, f):
+            if f.attr_depth or not _opens_region(text, raw, i, f):
                 f.attr_depth += 1  # a brace of an attribute dictionary: part of the body
             else:
                 flush()
@@ -341,6 +341,43 @@ def _starts_op_line(u, f: _Frame) -> bool:
     """Does the line item `u` start an op in frame `f`?"""
     return (u.kind == "gpuline" or u.results_start >= 0 or "." in u.text
             or _resolve(u.text, f) is not None)
+
+
+def _ends_after_region(raw: list, i: int, f: _Frame, known: "_ResultRun") -> bool:
+    """After the `}` of an op's region, does the line starting with raw[i] begin something new?
+
+    MLIR's parser goes on with the op's format after a region (`else {`, `do {`, `case 2 {`,
+    `{attr}`, `: type`, on the brace's line or the next). Those lines start with punctuation
+    or with a keyword that introduces another region on its line; anything else starts the
+    next op (or block label), or closes the enclosing region, as MLIR reads it after a format
+    that ends with its region (`func.func`'s)."""
+    t = raw[i]
+    kind = t.kind
+    if kind == "line" or kind == "gpuline":
+        return _starts_op_line(t, f) or not _keyword_before_region(raw, i)
+    if kind == "}" or kind == "caret" or kind == "meta":
+        return True
+    if kind == "value":
+        return _results_end(raw, i, known) is not None
+    if kind == "bare":
+        return _resolve(t.text, f) is not None or not _keyword_before_region(raw, i)
+    if kind == "string":
+        return i + 1 < len(raw) and raw[i + 1].kind == "("
+    if kind in ("hash", "bang"):
+        return f.top and i + 1 < len(raw) and raw[i + 1].kind == "="
+    return False
+
+
+def _keyword_before_region(raw: list, i: int) -> bool:
+    """Does the line that starts with the bare word raw[i] open a region (`else {`, `case 2 {`)
+    before it closes anything?"""
+    for j in range(i + 1, len(raw)):
+        u = raw[j]
+        if u.line_start or u.kind == "}":
+            return False
+        if u.kind == "{":
+            return True
+    return False
 
 
 def _packable(raw: list, i: int, f: _Frame) -> str | None:
@@ -673,33 +710,14 @@ def _matching(raw, i: int, open_: str, close: str) -> int:
     raise PrelexError(f"expected '{close}' to match this '{open_}'", t.start, t.end)
 
 
-def _opens_region(raw, i: int, f: _Frame) -> bool:
-    """Does the `{` at raw[i] (in a BODY run) open a region rather than an attribute dict?"""
-    prev = raw[i - 1] if i > 0 else None
-    if prev is not None and (prev.kind == "<" or (prev.kind == "bare" and prev.text == "attributes")):
-        return False
-    if f.generic:
-        # Generic form: regions only inside `( ... )`, the dictionary after them.
-        return f.paren > 0
-    if i + 1 >= len(raw):
+def _opens_region(text: str, raw, i: int, f: _Frame) -> bool:
+    """Does the `{` at raw[i] (in a BODY run) open a region? `braces.opens_region` decides;
+    the stand-in `}` of a container op's body parsed apart (CONTAINER_CLOSE) closes a region."""
+    if i + 1 < len(raw) and raw[i + 1].kind == "}" and raw[i + 1].text == CONTAINER_CLOSE:
         return True
-    nxt = raw[i + 1]
-    k = nxt.kind
-    if nxt.line_start or k in ("caret", "value", "meta"):
-        return True
-    if k == "}":
-        # `({})` in generic form; CONTAINER_CLOSE stands for a container body parsed apart.
-        return nxt.text == CONTAINER_CLOSE or (prev is not None and prev.kind == "(")
-    after = raw[i + 2].kind if i + 2 < len(raw) else None
-    if k == "string":
-        return after == "("
-    if k == "bare":
-        if after == "=":
-            return False
-        if "." in nxt.text:
-            return nxt.text in KNOWN_OPS or after not in (",", "}")
-        return qualify_op_name(nxt.text, DEFAULT_DIALECT.get(f.op_name or "")) is not None
-    return False
+    dialect = DEFAULT_DIALECT.get(f.op_name or "")
+    return opens_region(text, raw[i].start, f.generic, f.paren > 0,
+                        lambda name: qualify_op_name(name, dialect))
 
 
 def _count_paren(f: _Frame, t) -> None:
