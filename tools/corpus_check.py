@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_async_lsp.syntax import parse_document  # noqa: E402
-from gpu_async_lsp.syntax.optree import document_trees, first_difference  # noqa: E402
+from gpu_async_lsp.syntax import parse_document
+from gpu_async_lsp.syntax.optree import document_trees, first_difference
 
 MARKER = "// -----"
 # Chunks LLVM takes longer than this to print are reported as rejected.
@@ -75,7 +75,8 @@ def _generic(mlir_opt: str, chunk: str) -> tuple[str, str | None]:
     for flags, verdict in (([], "parses"), (["-allow-unregistered-dialect"], "parses-unregistered")):
         try:
             proc = subprocess.run([mlir_opt, "--mlir-print-op-generic", *flags, "-"],
-                                  input=chunk, capture_output=True, text=True, timeout=TIMEOUT)
+                                  input=chunk, capture_output=True, text=True, timeout=TIMEOUT,
+                                  check=False)
         except subprocess.TimeoutExpired:
             return "rejects", None
         if proc.returncode == 0:

@@ -27,13 +27,13 @@ import re
 from dataclasses import dataclass, field
 
 from gpu_async_lsp.async_region import findings as F
-from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
 from gpu_async_lsp.async_region.execute import run_phases
+from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
 from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
 from gpu_async_lsp.edits import TextEdit, apply_edits, sort_edits
 from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_terminator
 from gpu_async_lsp.syntax import Block, Document, Op, parse_document
-from gpu_async_lsp.syntax.patterns import STRING
+from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING
 
 TOKEN_TYPE = "!gpu.async.token"
 
@@ -122,7 +122,7 @@ class NameAllocator:
 
 
 # An SSA name, or a comment or string (matched only to be skipped: `// %t0` is no name).
-_SSA_NAME = re.compile(rf'//[^\n]*+|{STRING}|(%[\w$.\-]+)')
+_SSA_NAME = re.compile(rf'//[^\n]*+|{STRING}|({SSA_NAME})')
 
 
 def _used_names(text: str, func: Op) -> set[str]:

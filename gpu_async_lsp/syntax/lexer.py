@@ -21,7 +21,18 @@ from typing import NamedTuple
 
 from gpu_async_lsp.op_tables import KNOWN_OPS
 from gpu_async_lsp.syntax import gpu_formats
-from gpu_async_lsp.syntax.patterns import OPEN_STRING, STRING as _STRING, angle_body
+from gpu_async_lsp.syntax.patterns import (
+    LINE_GAP,
+    OPEN_STRING,
+    RESULT_LIST,
+    RESULT_LIST_LINES,
+    SYMBOL_REF,
+    UNFINISHED_LINE_ENDS,
+    angle_body,
+)
+from gpu_async_lsp.syntax.patterns import (
+    STRING as _STRING,
+)
 
 SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.MULTILINE)
 
@@ -42,7 +53,6 @@ def split_chunks(text: str) -> list[tuple[int, int]]:
 _BODY = angle_body(6)
 _IDENT = r"[A-Za-z_][\w$.]*"
 _SUFFIX_ID = r"(?:\d+|[A-Za-z_$.\-][\w$.\-]*)"
-_SYMBOL_ONE = rf'@(?:[A-Za-z_$.][\w$.\-]*|{_STRING})'
 
 # Each match takes the blanks before its token (group `ws`), so that finditer does not retry
 # every alternative at each blank; the alternatives come in order of frequency in host code.
@@ -56,7 +66,7 @@ _TOKEN_ALTERNATIVES = [
     r"(?P<meta>\{-#.*?#-\})",
     r"(?P<punct>[(){}\[\]<>=,:*+?|])",
     r"(?P<comment>//[^\n]*)",
-    rf"(?P<symbol>{_SYMBOL_ONE}(?:::{_SYMBOL_ONE})*)",
+    rf"(?P<symbol>{SYMBOL_REF})",
     r"(?P<arrow>->)",
     r"(?P<number>0x[0-9A-Fa-f]+|-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)",
     rf"(?P<string>{_STRING})",
@@ -141,15 +151,27 @@ def _raw_token(text: str, m: re.Match, kind: str, line_start: bool) -> RawToken:
 # C speed; only its op name and result list are looked at. Any other line (strings, block
 # labels, `}`, attribute dictionaries, generic ops, the ops that are modeled exactly) is cut
 # into raw tokens.
-LINE_RE = re.compile(
-    r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*"  # blank and comment-only lines first
-    r"(?:(?P<res>%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?(?:[ \t]*,[ \t]*%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?)*)"
-    r"[ \t]*=(?![=>])[ \t]*)?"
-    r"(?P<name>[A-Za-z_][\w$.]*+)"  # possessive: `rest` would take what it gave back
-    r"(?P<rest>[^{}\"\n/]*+)"
-    r"(?P<brace>\{)?[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
-)
-_CONT_END = (",", "(", "[", "=", ":", "<", "->")
+_BLANK_LINES = r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*"  # blank and comment-only lines
+
+
+def _line_re(results: str, gap: str) -> re.Pattern:
+    return re.compile(
+        _BLANK_LINES
+        + rf"(?:(?P<res>{results})[ \t]*=(?![=>]){gap})?"
+        r"(?P<name>[A-Za-z_][\w$.]*+)"  # possessive: `rest` would take what it gave back
+        r"(?P<rest>[^{}\"\n/]*+)"
+        r"(?P<brace>\{)?[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
+    )
+
+
+LINE_RE = _line_re(RESULT_LIST, r"[ \t]*")
+# MLIR ignores line breaks inside an op's head too: a result list broken after a `,` (`%lo,`
+# then `%hi = arith.mului_extended ...`), the op name on the line after `=`. Tried where
+# LINE_RE fails on a line that starts with a result; _RESULTS_RUN_RE first finds where the run
+# of results ends, so that the lines of a long run that is no result list (`%t,` per line in a
+# dependency list) are read once, not once from each of them.
+_LINE_BROKEN_HEAD_RE = _line_re(RESULT_LIST_LINES, LINE_GAP)
+_RESULTS_RUN_RE = re.compile(rf"{_BLANK_LINES}{RESULT_LIST_LINES}[ \t]*+(?P<eq>=(?![=>]))?")
 
 
 class LineToken(NamedTuple):
@@ -213,11 +235,19 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     append = out.append
     new = tuple.__new__
     line_match = LINE_RE.match
+    no_head_before = start  # a run of results read up to here ended in no op head
     pos = start
     fine = False  # inside an exactly modeled GPU op that did not match its format
     scan = TOKEN_RE  # _TOKEN_NO_META_RE once a `{-#` found no `#-}` before `end`
     while pos < end:
         m = line_match(text, pos, end)
+        if m is None and pos >= no_head_before:
+            run = _RESULTS_RUN_RE.match(text, pos, end)
+            if run is not None:
+                if run.group("eq"):
+                    m = _LINE_BROKEN_HEAD_RE.match(text, pos, end)
+                if m is None:
+                    no_head_before = run.end()
         if m is not None:
             name = m.group("name")
             res = m.group("res")
@@ -248,7 +278,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                     "line", res_start if res is not None else name_start,
                     m.start("rest") + len(stripped) if stripped else name_end, name, True,
                     name_start, name_end, res_start, m.end("res"),
-                    brace < 0 and stripped.endswith(_CONT_END),
+                    brace < 0 and stripped.endswith(UNFINISHED_LINE_ENDS),
                     rest.count("(") + rest.count("[") - rest.count(")") - rest.count("]"),
                     stripped.endswith("attributes"),
                 )))
@@ -260,12 +290,20 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     return out
 
 
+# After a GPU op that matched its format up to the end of a line: the next line goes on with the
+# op (MLIR's formats ignore line breaks) when it starts with what the format may still hold:
+# the async clause's `[`, an attribute dictionary, a `:` type, `loc(...)`, a launch_func part.
+_GOES_ON_RE = re.compile(
+    r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)++[ \t]*+"
+    r"(?:[\[{:(<]|(?:loc|args|blocks|threads|clusters|dynamic_shared_memory_size)\b)")
+
+
 def _gpu_line(text, m, name, res, operands, end):
     """A GpuLineToken if the op at `m` matches its assembly format, else None."""
     name_start, name_end = m.span("name")
     d = gpu_formats.ASYNC_DEPS.match(text, name_end, end)
     o = operands.match(text, d.end(), end)
-    if o is None:
+    if o is None or _GOES_ON_RE.match(text, o.end(), end):
         return None
     return tuple.__new__(GpuLineToken, (
         "gpuline", m.start("res") if res is not None else name_start, o.end(), name, True,
@@ -362,7 +400,7 @@ def _braces(text: str, start: int, end: int):
 
 
 _OP_START = (
-    r'(?:%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?[ \t]*(?:,[ \t]*%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?[ \t]*)*=)'
+    rf"(?:{RESULT_LIST}[ \t]*=)"
     r"|\"[^\"\n]*\"[ \t]*\("
     r"|[A-Za-z_][\w$]*\.[\w$.]*"
     r"|(?:module|func)\b"
@@ -453,7 +491,7 @@ def _continues(text: str, unit_start: int, line_break: int) -> bool:
     if cut is not None:
         line = line[:cut]
     line = line.rstrip()
-    return line.endswith((",", "(", "[", "=", "->", ":", "<"))
+    return line.endswith(UNFINISHED_LINE_ENDS)
 
 
 def _comment_start(line: str) -> int | None:

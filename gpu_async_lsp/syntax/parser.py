@@ -22,7 +22,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
-from gpu_async_lsp.syntax import refs
+from gpu_async_lsp.syntax import gpu_formats, refs
 from gpu_async_lsp.syntax.braces import OP_WORDS
 from gpu_async_lsp.syntax.ir import (
     Alias,
@@ -44,6 +44,7 @@ from gpu_async_lsp.syntax.lexer import (
     tokenize,
     tokenize_lines,
 )
+from gpu_async_lsp.syntax.patterns import RESULT_RE, SSA_NAME, SYMBOL_NAME
 from gpu_async_lsp.syntax.prelex import (
     CONTAINER_CLOSE,
     BodyToken,
@@ -57,12 +58,13 @@ TOP_LEVEL_DIALECT = "builtin"  # MLIR's parser starts with `builtin` as the defa
 
 
 def grammar_text() -> str:
-    """grammar/mlir.lark, from an installed wheel or from a source checkout."""
+    """grammar/mlir.lark (from an installed wheel or from a source checkout), with the rules of
+    the GPU ops modeled exactly (gpu_formats.FORMATS) added."""
     try:
-        return resources.files("gpu_async_lsp").joinpath("grammar/mlir.lark").read_text("utf-8")
+        text = resources.files("gpu_async_lsp").joinpath("grammar/mlir.lark").read_text("utf-8")
     except (FileNotFoundError, OSError):
-        pass
-    return (Path(__file__).resolve().parents[2] / "grammar" / "mlir.lark").read_text("utf-8")
+        text = (Path(__file__).resolve().parents[2] / "grammar" / "mlir.lark").read_text("utf-8")
+    return text + "\n" + gpu_formats.grammar_rules()
 
 
 class _TokenListLexer(Lexer):
@@ -89,8 +91,7 @@ _TERMINAL_WORDS = {
     "ATTR_DICT": "an attribute dictionary", "LOC": "a location", "$END": "end of input",
 }
 _CLOSERS = {"RPAR", "RSQB", "RBRACE", "RANGLE"}
-_OP_STARTS = {"OP_NAME", "GENERIC_NAME", "GPU_WAIT", "GPU_ALLOC", "GPU_DEALLOC", "GPU_MEMCPY",
-              "GPU_MEMSET", "GPU_LAUNCH_FUNC", "GPU_ASYNC"}
+_OP_STARTS = {"OP_NAME", "GENERIC_NAME", "GPU_ASYNC", *gpu_formats.EXACT_GPU_OPS.values()}
 
 
 def _end(x) -> int:
@@ -140,10 +141,9 @@ def _flatten(items, out: list) -> list:
     return out
 
 
-_RESULT_RE = re.compile(r"(%[\w$.\-]+)(?:[ \t]*:[ \t]*(\d+))?")
-_DEP_RE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
+_DEP_RE = re.compile(rf"({SSA_NAME})(?:#(\d+))?")
 _BLANKS = re.compile(r"[ \t\r\n]*")
-_ONE_SYMBOL = r'@(?:[\w$.\-]+|"[^"\\\n]*(?:\\.[^"\\\n]*)*")'
+_ONE_SYMBOL = SYMBOL_NAME
 # The name an op implementing SymbolOpInterface defines: its first symbol, after keywords and
 # strings (`func.func private @f`, `llvm.mlir.global internal constant @g`, `memref.global
 # "private" constant @g`), never one inside `attributes {...}` (`module attributes {x = @y}`
@@ -203,7 +203,7 @@ def _line_op(src: str, t, name: str) -> Op:
     op.src = src
     if t.results_start >= 0:
         results = []
-        for m in _RESULT_RE.finditer(src, t.results_start, t.results_end):
+        for m in RESULT_RE.finditer(src, t.results_start, t.results_end):
             v = ValueRef(m.group(1), m.start(), m.end(1))
             if m.group(2):
                 v.count = int(m.group(2))
@@ -218,7 +218,7 @@ def _line_op(src: str, t, name: str) -> Op:
         if t.deps_open >= 0:
             g.deps_open = t.deps_open
             g.deps_close = t.deps_close
-            g.deps = [ValueRef(m.group(), m.start(), m.end())
+            g.deps = [ValueRef(m.group(1), m.start(), m.end(), int(m.group(2)) if m.group(2) else None)
                       for m in _DEP_RE.finditer(src, t.deps_open + 1, t.deps_close - 1)]
             op.explicit_uses.extend(g.deps)
         op.gpu = g
@@ -370,7 +370,10 @@ class _Builder(Transformer):
         return _flatten(c, [])
 
     async_object = launch_dims = dynamic_shared = kernel_args = _list
-    alloc_operands = dealloc_operands = copy_operands = launch_operands = _list
+
+
+for _format in gpu_formats.FORMATS:  # the operand rules of gpu_formats.grammar_rules()
+    setattr(_Builder, gpu_formats.operand_rule(_format), _Builder._list)
 
 
 _local = threading.local()

@@ -25,11 +25,17 @@ import re
 
 from lark import Token
 
-from gpu_async_lsp.op_tables import ASYNC_INTERFACE_OPS, DEFAULT_DIALECT, KNOWN_OPS, TERMINATOR_OPS
+from gpu_async_lsp.op_tables import (
+    ASYNC_INTERFACE_OPS,
+    DEFAULT_DIALECT,
+    KNOWN_OPS,
+    TERMINATOR_OPS,
+)
 from gpu_async_lsp.syntax.braces import opens_region
 from gpu_async_lsp.syntax.gpu_formats import EXACT_GPU_OPS, VALUE_RE
 from gpu_async_lsp.syntax.ir import ValueRef
 from gpu_async_lsp.syntax.lexer import RawToken, tokenize
+from gpu_async_lsp.syntax.patterns import RESULT_RE, UNFINISHED_LINE_ENDS
 
 # The keywords of the GPU formats modeled token by token.
 GPU_KEYWORDS = {
@@ -41,7 +47,9 @@ _FINE_PUNCT = {"(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", "<": "LANGLE"
                ",": "COMMA", ":": "COLON", "=": "EQUAL"}
 # Text of the `}` token that closes a container op's body when its children are parsed apart.
 CONTAINER_CLOSE = ""
-_CONTINUATION = frozenset({",", "(", "[", "=", "arrow", ":", "<", "{"})
+# Raw-token kinds that leave an op unfinished: the ends of UNFINISHED_LINE_ENDS (`->` is the
+# kind "arrow"), and a `{` (nothing ends an op with an opening brace).
+_CONTINUATION = frozenset({"arrow" if e == "->" else e for e in UNFINISHED_LINE_ENDS} | {"{"})
 
 # Body modes of the op being read.
 _BODY = 0  # merge into BODY tokens
@@ -119,222 +127,287 @@ class _Frame:
 def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
     """Coarse tokens of one unit (items from `lexer.tokenize_lines`). Raises PrelexError for
     unbalanced structure. `raw` is used up: items already read are overwritten (`_splice`)."""
-    out: list[Token] = []
-    frames = [_Frame(dialect, True)]
-    n = len(raw)
-    i = 0
-    known = _ResultRun()
-    body_start = -1
-    body_end = -1
+    return PreLexer(text, raw, dialect).run()
 
-    def flush():
-        nonlocal body_start
-        if body_start >= 0:
-            t = BodyToken("BODY", "")
-            t.start_pos = body_start
-            t.end_pos = body_end
-            t.src = text
-            out.append(t)
-            body_start = -1
 
-    pending: list = []  # complete one-line ops not yet emitted, as (item, qualified name)
+class PreLexer:
+    """The pre-lexer of one unit: a small set of named rules, applied to each item in turn.
 
-    def flush_ops():
-        first, last = pending[0][0], pending[-1][0]
+    In the way of Lark's `Indenter` (a post-lexer that turns layout into tokens), it reads the
+    items of `lexer.tokenize_lines` (whole lines and raw tokens) with a stack of `_Frame`s, one
+    per open region, and emits grammar terminals. `run` tries the rules in this order; the
+    first that takes the item consumes it:
+
+    1. `op_ends_after_region`: the line after a region's `}` either goes on with the op's
+       format or starts something new (it only updates the frame);
+    2. `whole_line_op`: a line that is one whole op is packed into an OPS token;
+    3. `line`: any other line item: an op starting on it, or a continuation of the op;
+    4. `token`: a raw token: an op start, a block label's arguments, an async clause, a token
+       of an exactly modeled GPU op, a `{` or `}`, or part of a BODY run.
+    """
+
+    __slots__ = ("text", "raw", "out", "frames", "known", "body_start", "body_end", "pending")
+
+    def __init__(self, text: str, raw: list, dialect: str | None):
+        self.text = text
+        self.raw = raw
+        self.out: list[Token] = []
+        self.frames = [_Frame(dialect, True)]
+        self.known = _ResultRun()
+        self.body_start = -1  # the BODY run being merged: [body_start, body_end)
+        self.body_end = -1
+        self.pending: list = []  # whole one-line ops not yet emitted, as (item, qualified name)
+
+    def run(self) -> list[Token]:
+        raw = self.raw
+        i = 0
+        while i < len(raw):
+            t = raw[i]
+            f = self.frames[-1]
+            if f.after_region:
+                self.op_ends_after_region(i, t, f)
+            line = t.kind == "line" or t.kind == "gpuline"
+            if line and self.whole_line_op(i, t, f):
+                i += 1
+                continue
+            if self.pending:
+                self.flush_ops()
+            i = self.line(i, t, f) if line else self.token(i, t, f)
+        return self.finish()
+
+    # -- output ------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Emit the BODY run merged so far."""
+        if self.body_start >= 0:
+            b = BodyToken("BODY", "")
+            b.start_pos = self.body_start
+            b.end_pos = self.body_end
+            b.src = self.text
+            self.out.append(b)
+            self.body_start = -1
+
+    def extend_body(self, start: int, end: int) -> None:
+        if self.body_start < 0:
+            self.body_start = start
+        self.body_end = end
+
+    def flush_ops(self) -> None:
+        """Emit the packed whole-line ops as one OPS token."""
+        pending = self.pending
         t = OpsToken("OPS", "")
-        t.start_pos = first.start
-        t.end_pos = last.end
+        t.start_pos = pending[0][0].start
+        t.end_pos = pending[-1][0].end
         t.entries = list(pending)
-        t.src = text
-        out.append(t)
+        t.src = self.text
+        self.out.append(t)
         pending.clear()
 
-    while i < n:
-        t = raw[i]
+    def finish(self) -> list[Token]:
+        """The end of the unit: every region closed, every `(` too."""
+        self.flush()
+        if self.pending:
+            self.flush_ops()
+        raw = self.raw
+        if len(self.frames) > 1:
+            pos = raw[-1].end if raw else 0
+            raise PrelexError("expected '}' to close the region", pos, pos)
+        if self.frames[-1].paren:
+            raise PrelexError("expected ')'", raw[-1].end, raw[-1].end)
+        return self.out
+
+    def splice_tokens(self, i: int, start: int, end: int) -> int:
+        """Cut the line item raw[i] (text[start:end]) into raw tokens; their first index."""
+        return _splice(self.raw, i, tokenize(self.text, start, end), self.known)
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def op_ends_after_region(self, i: int, t, f: _Frame) -> None:
+        """MLIR's parser goes on with an op's format after its region (`} else {`, `}` then
+        `do {` on the next line); the op ends where something new starts
+        (`_ends_after_region`)."""
+        f.after_region = False
+        if (t.line_start and f.paren == 0 and f.attr_depth == 0 and not f.label
+                and _ends_after_region(self.raw, i, f, self.known)):
+            f.in_op = False
+
+    def whole_line_op(self, i: int, t, f: _Frame) -> bool:
+        """A whole op on its line, followed by the start of another op (or the end of its
+        block): MLIR has no statement separator, but here the next line says the op ended.
+        Collected into one OPS token with its neighbours: the LALR parser takes the run at
+        once."""
+        qualified = _packable(self.raw, i, f)
+        if qualified is None:
+            return False
+        self.flush()
+        self.pending.append((t, qualified))
+        f.begin(qualified)
+        return True
+
+    def unclosed_paren(self, i: int, f: _Frame) -> None:
+        """A line that can only start an op while a `(` of the op before is still open: that
+        op lacks its `)`, as MLIR reports it (`expected ')'`) at the end of the line before.
+        An exactly modeled GPU op ends here instead (the grammar names the missing token)."""
+        if f.mode != _FINE:
+            self.flush()
+            prev = self.raw[i - 1]
+            raise PrelexError("expected ')'", prev.end, prev.end)
+        f.paren = 0
+
+    def line(self, i: int, t, f: _Frame) -> int:
+        """A line item (LineToken or GpuLineToken) that is not a whole op: the start of an op
+        whose operands go on, an op to read token by token, or a continuation line."""
+        if f.paren and f.attr_depth == 0 and not f.label and (
+                t.kind == "gpuline" or _midline_op(t.text, f)
+                or (t.results_start >= 0 and "." in t.text and t.text in KNOWN_OPS)):
+            self.unclosed_paren(i, f)
+        if (f.paren == 0 and f.attr_depth == 0 and not f.label
+                and (not f.in_op or not _continues(self.raw, i))):
+            started = self.op_from_line(i, t, f)
+            if started is not None:
+                return started
+        if f.mode != _BODY or f.label or f.attr_depth:
+            return self.splice_tokens(i, t.start, t.end)
+        # A continuation line of the current op.
+        self.extend_body(t.start, t.end)
+        f.paren += t.depth
+        if f.paren < 0:
+            self.flush()
+            raise PrelexError("unexpected ')'", t.start, t.end)
+        return i + 1
+
+    def op_from_line(self, i: int, t, f: _Frame) -> int | None:
+        """An op starts on the line where the op before has ended: its result list and name
+        (MLIR resolves a bare name through the default dialect, and after a result list falls
+        back to `<dialect>.<name>`). None when the line continues the op before."""
+        text = self.text
+        if t.kind == "gpuline":
+            self.flush()
+            _emit_gpu_line(text, t, f, self.out)
+            return i + 1
+        if t.results_start >= 0:
+            self.flush()
+            self.out.append(_results(text, t.results_start, t.results_end))
+            qualified = t.text if "." in t.text else (_resolve(t.text, f)
+                                                      or _fallback_name(t.text, f))
+        elif (qualified := _resolve(t.text, f)) is not None:
+            self.flush()
+        else:
+            if not f.in_op:
+                self.flush()
+                raise _not_an_op(t.text, t.name_start, t.name_end)
+            return None
+        _emit_name(t, qualified, f, self.out)
+        if f.mode != _BODY:
+            # A GPU op that did not match its format: token by token.
+            return self.splice_tokens(i, t.name_end, t.end)
+        if t.end > t.name_end:
+            if self.body_start < 0:
+                self.body_start = _skip_blanks(text, t.name_end)
+            self.body_end = t.end
+        f.paren += t.depth
+        return i + 1
+
+    def token(self, i: int, t, f: _Frame) -> int:
+        """A raw token: lexical errors, then the rules of op structure in order."""
         kind = t.kind
-        f = frames[-1]
-        if f.after_region:
-            f.after_region = False
-            if (t.line_start and f.paren == 0 and f.attr_depth == 0 and not f.label
-                    and _ends_after_region(raw, i, f, known)):
-                f.in_op = False
-
-        if kind == "line" or kind == "gpuline":
-            qualified = _packable(raw, i, f)
-            if qualified is not None:
-                # A whole op on its line, followed by the start of another op (or the end of
-                # its block): collected into one OPS token with its neighbours.
-                flush()
-                pending.append((t, qualified))
-                f.begin(qualified)
-                i += 1
-                continue
-        if pending:
-            flush_ops()
-
-        if kind == "line" or kind == "gpuline":
-            if f.paren and f.attr_depth == 0 and not f.label and (
-                    kind == "gpuline" or _midline_op(t.text, f)
-                    or (t.results_start >= 0 and "." in t.text and t.text in KNOWN_OPS)):
-                # A line that can only start an op, while a `(` is still open: see below.
-                if f.mode != _FINE:
-                    flush()
-                    prev = raw[i - 1]
-                    raise PrelexError("expected ')'", prev.end, prev.end)
-                f.paren = 0
-            if (f.paren == 0 and f.attr_depth == 0 and not f.label
-                    and (not f.in_op or not _continues(raw, i))):
-                if kind == "gpuline":
-                    flush()
-                    _emit_gpu_line(text, t, f, out)
-                    i += 1
-                    continue
-                if t.results_start >= 0:
-                    flush()
-                    out.append(_results(text, t.results_start, t.results_end))
-                    qualified = t.text if "." in t.text else (_resolve(t.text, f)
-                                                              or _fallback_name(t.text, f))
-                elif (qualified := _resolve(t.text, f)) is not None:
-                    flush()
-                else:
-                    qualified = None
-                if qualified is not None:
-                    _emit_name(t, qualified, f, out)
-                    if f.mode != _BODY:
-                        # A GPU op that did not match its format: token by token.
-                        i = _splice(raw, i, tokenize(text, t.name_end, t.end), known)
-                        n = len(raw)
-                        continue
-                    if t.end > t.name_end:
-                        if body_start < 0:
-                            body_start = _skip_blanks(text, t.name_end)
-                        body_end = t.end
-                    f.paren += t.depth
-                    i += 1
-                    continue
-                if not f.in_op:
-                    flush()
-                    raise _not_an_op(t.text, t.name_start, t.name_end)
-            if f.mode != _BODY or f.label or f.attr_depth:
-                i = _splice(raw, i, tokenize(text, t.start, t.end), known)
-                n = len(raw)
-                continue
-            # A continuation line of the current op.
-            if body_start < 0:
-                body_start = t.start
-            body_end = t.end
-            f.paren += t.depth
-            if f.paren < 0:
-                flush()
-                raise PrelexError("unexpected ')'", t.start, t.end)
-            i += 1
-            continue
-
         if kind == "err":
-            flush()
+            self.flush()
             raise PrelexError(f"unexpected character '{t.text}'", t.start, t.end)
         if kind == "badstring":
-            flush()
+            self.flush()
             raise PrelexError("expected '\"' in string literal", t.start, t.end)
-
-        # ---- is this the start of a new op? -------------------------------------------------
+        raw = self.raw
         if (f.paren and f.attr_depth == 0 and not f.label and t.line_start
-                and _strong_start(raw, i, f, known)):
-            # A line that can only start an op, while a `(` is still open: the op before it
-            # lacks its `)`. Exact GPU ops end here (the grammar then names the missing token).
-            if f.mode != _FINE:
-                flush()
-                prev = raw[i - 1]
-                raise PrelexError("expected ')'", prev.end, prev.end)
-            f.paren = 0
+                and _strong_start(raw, i, f, self.known)):
+            self.unclosed_paren(i, f)
         if f.paren == 0 and f.attr_depth == 0 and not f.label:
-            starts = not f.in_op or ((t.line_start or _midline_start(raw, i, f, known))
-                                     and not _continues(raw, i))
-            if starts:
-                if kind == "}":
-                    flush()
-                    _close_region(frames, t, out)
-                    i += 1
-                    continue
-                started = _start_op(raw, i, f, out, flush, known)
-                if started is not None:
-                    i = started
-                    continue
-                if not f.in_op:
-                    flush()
-                    raise _not_an_op(t.text, t.start, t.end)
-
-        # ---- inside an op ---------------------------------------------------------------------
+            started = self.op_start(i, t, f)
+            if started is not None:
+                return started
         if f.label:
-            if kind == ":" and f.paren == 0:
-                flush()
-                out.append(_tok("COLON", ":", t.start, t.end))
-                f.label = False
-                f.in_op = False
-                i += 1
-                continue
-            _count_paren(f, t)
-            if body_start < 0:
-                body_start = t.start
-            body_end = t.end
-            i += 1
-            continue
-
+            return self.block_label_args(i, t, f)
         if f.mode == _DEPS:
-            # custom<AsyncDependencies> of the other AsyncOpInterface ops: `async`? `[...]`?
-            if f.paren or (kind == "[" and not f.deps_seen) or (
-                    kind == "bare" and t.text == "async" and not f.deps_seen):
-                if kind == "[":
-                    f.deps_seen = True
-                i = _fine_token(text, raw, i, f, out)
-                if kind == "]" and not f.paren:
-                    f.mode = _BODY
-                continue
+            if self.async_clause_continues(t, f):
+                return self.async_clause(i, t, f)
             f.mode = _BODY
         if f.mode == _FINE and not (kind == "}" and f.paren == 0):
-            i = _fine_token(text, raw, i, f, out)
-            continue
+            return _fine_token(self.text, raw, i, f, self.out)
+        return self.body_token(i, t, f)
 
-        # _BODY mode
+    def op_start(self, i: int, t, f: _Frame) -> int | None:
+        """Where the op before has ended (first token of a line or of a region, or a name MLIR
+        lets start a second op on a line), a `}` closes the region and any op start (results,
+        name, generic name, block label, alias, metadata) begins a new op."""
+        raw = self.raw
+        starts = not f.in_op or ((t.line_start or _midline_start(raw, i, f, self.known))
+                                 and not _continues(raw, i))
+        if not starts:
+            return None
+        if t.kind == "}":
+            self.flush()
+            _close_region(self.frames, t, self.out)
+            return i + 1
+        started = _start_op(raw, i, f, self.out, self.flush, self.known)
+        if started is None and not f.in_op:
+            self.flush()
+            raise _not_an_op(t.text, t.start, t.end)
+        return started
+
+    def block_label_args(self, i: int, t, f: _Frame) -> int:
+        """`^bb0(%a : i32, ...)` then `:`: the arguments are one BODY run, the `:` ends the
+        label (MLIR's parseBlockArgumentList)."""
+        if t.kind == ":" and f.paren == 0:
+            self.flush()
+            self.out.append(_tok("COLON", ":", t.start, t.end))
+            f.label = False
+            f.in_op = False
+            return i + 1
+        _count_paren(f, t)
+        self.extend_body(t.start, t.end)
+        return i + 1
+
+    @staticmethod
+    def async_clause_continues(t, f: _Frame) -> bool:
+        """custom<AsyncDependencies> of the other AsyncOpInterface ops: `async`? `[...]`?"""
+        return bool(f.paren) or (t.kind == "[" and not f.deps_seen) or (
+            t.kind == "bare" and t.text == "async" and not f.deps_seen)
+
+    def async_clause(self, i: int, t, f: _Frame) -> int:
+        """A token of the async clause, emitted as the grammar's async_deps terminals."""
+        if t.kind == "[":
+            f.deps_seen = True
+        j = _fine_token(self.text, self.raw, i, f, self.out)
+        if t.kind == "]" and not f.paren:
+            f.mode = _BODY
+        return j
+
+    def body_token(self, i: int, t, f: _Frame) -> int:
+        """A token of an op in custom syntax we cannot know: merged into its BODY run, except
+        a `{` that opens a region (braces.opens_region decides) and the `}` that closes one."""
+        kind = t.kind
         if kind == "{":
-            if f.attr_depth or not _opens_region(text, raw, i, f):
+            if f.attr_depth or not _opens_region(self.text, self.raw, i, f):
                 f.attr_depth += 1  # a brace of an attribute dictionary: part of the body
             else:
-                flush()
-                out.append(_tok("LBRACE_REGION", "{", t.start, t.end))
+                self.flush()
+                self.out.append(_tok("LBRACE_REGION", "{", t.start, t.end))
                 # MLIR pushes the owner's OpAsmOpInterface::getDefaultDialect(), "" for others.
-                frames.append(_Frame(DEFAULT_DIALECT.get(f.op_name or ""), False))
-                i += 1
-                continue
+                self.frames.append(_Frame(DEFAULT_DIALECT.get(f.op_name or ""), False))
+                return i + 1
         elif kind == "}":
             if f.attr_depth:
                 f.attr_depth -= 1  # closes an attribute dictionary: part of the body
             else:
-                flush()
+                self.flush()
                 if f.paren:
                     raise PrelexError("expected ')' before '}'", t.start, t.end)
-                _close_region(frames, t, out)
-                i += 1
-                continue
+                _close_region(self.frames, t, self.out)
+                return i + 1
         if f.attr_depth == 0:
             _count_paren(f, t)
-        if body_start < 0:
-            body_start = t.start
-        body_end = t.end
-        i += 1
-
-    flush()
-    if pending:
-        flush_ops()
-    f = frames[-1]
-    if len(frames) > 1:
-        last = raw[-1] if raw else None
-        pos = last.end if last else 0
-        raise PrelexError("expected '}' to close the region", pos, pos)
-    if f.paren:
-        last = raw[-1]
-        raise PrelexError("expected ')'", last.end, last.end)
-    return out
+        self.extend_body(t.start, t.end)
+        return i + 1
 
 
 def _starts_op_line(u, f: _Frame) -> bool:
@@ -343,16 +416,18 @@ def _starts_op_line(u, f: _Frame) -> bool:
             or _resolve(u.text, f) is not None)
 
 
-def _ends_after_region(raw: list, i: int, f: _Frame, known: "_ResultRun") -> bool:
+def _ends_after_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
     """After the `}` of an op's region, does the line starting with raw[i] begin something new?
 
     MLIR's parser goes on with the op's format after a region (`else {`, `do {`, `case 2 {`,
-    `{attr}`, `: type`, on the brace's line or the next). Those lines start with punctuation
-    or with a keyword that introduces another region on its line; anything else starts the
-    next op (or block label), or closes the enclosing region, as MLIR reads it after a format
-    that ends with its region (`func.func`'s)."""
+    `{attr}`, `: type`, `loc(...)`, on the brace's line or the next). Those lines start with
+    punctuation, `loc`, or a keyword that introduces another region on its line; anything
+    else starts the next op (or block label), or closes the enclosing region, as MLIR reads it
+    after a format that ends with its region (`func.func`'s)."""
     t = raw[i]
     kind = t.kind
+    if t.text == "loc" and kind in ("line", "bare"):
+        return False  # the op's trailing location, which MLIR reads after any format
     if kind == "line" or kind == "gpuline":
         return _starts_op_line(t, f) or not _keyword_before_region(raw, i)
     if kind == "}" or kind == "caret" or kind == "meta":
@@ -416,7 +491,6 @@ def _continues(raw: list, i: int) -> bool:
     return p.cont if p.kind == "line" else p.kind in _CONTINUATION
 
 
-_RESULT_RE = re.compile(r"(%[\w$.\-]+)(?:[ \t]*:[ \t]*(\d+))?")
 _BLANK_RE = re.compile(r"[ \t\r\n]*")
 
 
@@ -428,7 +502,7 @@ def _results(text: str | None, start: int, end: int, raw: list | None = None) ->
     """The RESULTS token of `%a, %b:2` (from the text, or from raw tokens)."""
     values = []
     if raw is None:
-        for m in _RESULT_RE.finditer(text, start, end):
+        for m in RESULT_RE.finditer(text, start, end):
             v = ValueRef(m.group(1), m.start(), m.end(1))
             if m.group(2):
                 v.count = int(m.group(2))
@@ -518,6 +592,8 @@ def _splice(raw: list, i: int, tokens: list, known: _ResultRun) -> int:
     after an error): when there are enough items between them, the tokens take their places,
     with raw[i - 1] moved in front of them. Inserting the tokens would move every item after
     them, and a long unit that is cut into raw tokens line by line would cost its square."""
+    if not tokens:
+        return i + 1  # nothing to read in it (`gpu.wait` alone): the item itself stays
     known.hi = 0  # raw changes: what was read of it is not known any more
     j = i + 1 - len(tokens)
     if j >= 2:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 
-from gpu_async_lsp.syntax.patterns import STRING
+from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING, SYMBOL_REF
 
 _SKIP = rf"//[^\n]*|{STRING}"
-_VALUE_RE = re.compile(rf"{_SKIP}|(%[\w$.\-]+)(?:#(\d+))?")
-_SYMBOL_ONE = rf'@(?:[\w$.\-]+|{STRING})'
-_SYMBOL_RE = re.compile(rf"//[^\n]*|(?<!@){STRING}|({_SYMBOL_ONE}(?:::{_SYMBOL_ONE})*)")
+_VALUE_RE = re.compile(rf"{_SKIP}|({SSA_NAME})(?:#(\d+))?")
+_SYMBOL_RE = re.compile(rf"//[^\n]*|(?<!@){STRING}|({SYMBOL_REF})")
 _CARET_RE = re.compile(rf"{_SKIP}|(\^[\w$.\-]+)")
 
 

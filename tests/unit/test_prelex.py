@@ -142,8 +142,6 @@ def test_line_ending_in_comma_continues_the_op_in_the_pre_lexer():
     assert span(text, toks[2]) == "%a,\n    %a : i32"
 
 
-@pytest.mark.xfail(strict=True, reason="a result list broken after its `,` before a line "
-                   "in custom form is not recognised: \"expected an operation, found '%lo'\"")
 def test_result_list_broken_after_a_comma_before_a_custom_op():
     """mlir-opt-22 accepts `%lo,` and `%hi = arith.mului_extended ...` on the next line."""
     text = ("func.func @f(%x: i32) {\n  %lo,\n  %hi = arith.mului_extended %x, %x : i32\n"
@@ -152,9 +150,6 @@ def test_result_list_broken_after_a_comma_before_a_custom_op():
     assert [r.name for r in op.results] == ["%lo", "%hi"]
 
 
-@pytest.mark.xfail(strict=True, reason="`%a =` at the end of a line, then the op name on the "
-                   "next line: the name is merged into a BODY and the grammar reports "
-                   "\"expected an operation, found 'arith.constant'\"")
 def test_op_name_on_the_line_after_the_results_equal_sign():
     """mlir-opt-22 accepts `%a =\\n    arith.constant 0 : i32`."""
     text = "func.func @f() {\n  %a =\n    arith.constant 0 : i32\n  return\n}\n"
@@ -318,9 +313,6 @@ def test_braces_on_separate_lines_are_an_empty_region():
     assert op.regions[0].blocks == []
 
 
-@pytest.mark.xfail(strict=True, reason="`{ return %x : i32 }` with no default dialect is "
-                   "taken for an attribute dictionary (no error), though no dictionary can "
-                   "start `{ name %`")
 def test_unknown_bare_op_with_operands_in_a_region_is_an_error():
     """mlir-opt-22: scf.execute_region's body `{ return %x : i32 }` is a region, and
     `return` there has no dialect (error at `return`)."""
@@ -461,8 +453,6 @@ def test_gpu_launch_func_over_several_lines_token_by_token():
     assert span(text, toks[4]) == "args(%a : memref<?xf32>, %b : f32)"
 
 
-@pytest.mark.xfail(strict=True, reason="the GPU line fast path takes a prefix of the op that "
-                   "ends at a line end for the whole op; the next line is then an error")
 @pytest.mark.parametrize("op_text, name", [
     (("gpu.launch_func @k::@f\n        blocks in (%n, %n, %n)\n"
      "        threads in (%n, %n, %n)\n        args(%a : memref<?xf32>) {x}"), "gpu.launch_func"),
