@@ -1,8 +1,9 @@
 """Benchmark: `gpu-async-lsp check --fix` against `mlir-opt-22` running the pass, same run.
 
-    python benchmarks/bench_check.py [--sizes 1000,10000,50000] [--repeat 5]
+    python benchmarks/bench_check.py [--sizes 1000,10000,50000] [--repeat 5] [--kind host,wide]
 
-For each size it generates a host-code file (benchmarks/gen_host.py), then alternates runs of
+For each size it generates a host-code file (benchmarks/gen_host.py; with `--kind wide`, real
+IR of many dialects from ../shared/corpus-wide, benchmarks/gen_wide.py), then alternates runs of
 both commands on copies of it and prints the median wall time of each, the ratio ours/theirs
 and each one's peak resident memory (from wait4's rusage). The machines are shared and noisy:
 read the ratio, not the absolute times. Targets: ratio <= 3 at 50k lines, our peak
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_host import generate  # noqa: E402
+from gen_wide import generate as generate_wide  # noqa: E402
 
 PIPELINE = "--pass-pipeline=builtin.module(func.func(gpu-async-region))"
 
@@ -40,6 +42,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,50000")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--kind", default="host", help="host and/or wide, comma-separated")
     args = ap.parse_args()
     mlir_opt = shutil.which("mlir-opt-22")
     if mlir_opt is None:
@@ -52,10 +55,14 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q",
                     os.path.dirname(gpu_async_lsp.__file__)], check=True)
     ours_cmd = [sys.executable, "-m", "gpu_async_lsp", "check", "--fix", "--jobs", str(os.cpu_count())]
-    print(f"{'lines':>7} {'ours s':>8} {'mlir-opt s':>10} {'ratio':>6} {'ours MB':>8} {'mlir-opt MB':>11}")
+    print(f"{'kind':>5} {'lines':>7} {'ours s':>8} {'mlir-opt s':>10} {'ratio':>6} {'ours MB':>8} "
+          f"{'mlir-opt MB':>11}")
+    runs = [(kind.strip(), int(s)) for kind in args.kind.split(",") for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        for size in (int(s) for s in args.sizes.split(",")):
-            source = generate(size)
+        for kind, size in runs:
+            source = generate(size) if kind == "host" else generate_wide(size)
+            # Real IR is split like -split-input-file's input: mlir-opt reads it so too.
+            split = ["-split-input-file"] if kind == "wide" else []
             src = Path(tmp) / f"host{size}.mlir"
             src.write_text(source)
             ours, theirs, ours_mem, theirs_mem = [], [], [], []
@@ -68,14 +75,15 @@ def main() -> int:
                     return 1
                 ours.append(w)
                 ours_mem.append(m)
-                w, m, code = run([mlir_opt, PIPELINE, str(src), "-o", os.devnull])
-                if code != 0:
+                w, m, code = run([mlir_opt, *split, PIPELINE, str(src), "-o", os.devnull])
+                if code != 0 and kind == "host":  # real IR holds chunks the pass fails on
                     print(f"mlir-opt-22 failed with exit {code}", file=sys.stderr)
                     return 1
                 theirs.append(w)
                 theirs_mem.append(m)
             o, t = statistics.median(ours), statistics.median(theirs)
-            print(f"{size:>7} {o:>8.3f} {t:>10.3f} {o / t:>6.2f} {max(ours_mem):>8.0f} {max(theirs_mem):>11.0f}")
+            print(f"{kind:>5} {size:>7} {o:>8.3f} {t:>10.3f} {o / t:>6.2f} {max(ours_mem):>8.0f} "
+                  f"{max(theirs_mem):>11.0f}", flush=True)
     return 0
 
 

@@ -76,6 +76,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_host import generate  # noqa: E402
+from gen_wide import generate as generate_wide  # noqa: E402
 
 OURS_CMD = [sys.executable, "-m", "gpu_async_lsp", "serve"]
 MLIR_CMD = ["mlir-lsp-server-22"]
@@ -767,6 +768,62 @@ def run_size(size: int, servers: dict[str, list[str]], args, tmp: str,
     return sessions
 
 
+def cold_open(kind: str, size: int, servers: dict[str, list[str]], args, tmp: str) -> dict:
+    """--cold: `repeat` first opens of one document, each in a fresh server process (started
+    and initialized untimed), the servers alternating (ABBA). Returns, per server, the times
+    (s) from didOpen to the first publishDiagnostics and each process's peak RSS (MB) then."""
+    text = generate(size) if kind == "host" else generate_wide(size)
+    root = Path(tmp)
+    path = root / f"{kind}{size}.mlir"
+    path.write_text(text)
+    uri = path.as_uri()
+    out = {k: {"ms": [], "mb": [], "diagnostics": None, "failed": None} for k in servers}
+    keys = list(servers)
+    for r in range(args.repeat):
+        for key in (keys if r % 2 == 0 else keys[::-1]):
+            if out[key]["failed"]:
+                continue
+            s = None
+            try:
+                s = Session(key, servers[key], args.timeout, tmp)
+                s.initialize(root)
+                s.set_document(uri, text, [], [])
+                params, dt = s._open()
+                out[key]["ms"].append(dt)  # seconds; med() and the table print ms
+                out[key]["mb"].append(s.client.peak_rss_mb()[0])
+                out[key]["diagnostics"] = len(params.get("diagnostics", []))
+                s.client.close()
+            except BenchError as e:
+                out[key]["failed"] = str(e)
+                if s is not None:
+                    s.fail(e)
+    return {"lines": text.count("\n") + 1, "servers": out}
+
+
+def print_cold(results: dict, keys: list[str]) -> None:
+    print("\ncold: first didOpen in a fresh server process -> first publishDiagnostics (ms, "
+          "median [min-max]); peak RSS (MB, max)")
+    head = f"{'document':>14}"
+    for k in keys:
+        head += f" {LABELS[k] + ' ms':>26} {'MB':>6}"
+    print(head + (f" {'ratio':>6}" if len(keys) == 2 else ""))
+    for (kind, size), res in results.items():
+        row = f"{kind + ' ' + str(size):>14}"
+        medians = {}
+        for k in keys:
+            r = res["servers"][k]
+            if r["failed"] or not r["ms"]:
+                row += f" {'failed' if r['failed'] else '-':>26} {'':>6}"
+                continue
+            medians[k] = med(r["ms"])
+            cell = f"{medians[k]:.0f} [{min(r['ms']) * 1000:.0f}-{max(r['ms']) * 1000:.0f}]"
+            row += f" {cell:>26} {max(r['mb']):>6.0f}"
+        if len(keys) == 2:
+            ratio = ours_over_mlir(medians)
+            row += f" {fmt(ratio, 6, '.2f')}"
+        print(row)
+
+
 def fmt(v: float | None, width: int, spec: str = ".1f") -> str:
     return f"{'-' if v is None else format(v, spec):>{width}}"
 
@@ -904,6 +961,10 @@ def main() -> int:
                     help="size of the document on which inlay hints, code lenses, hover and "
                          "definition are measured (the largest of --sizes if it is not one of "
                          "them; 0: not measured; default: %(default)s)")
+    ap.add_argument("--cold", default="",
+                    help="instead of everything else: first opens in fresh server processes of "
+                         "these document kinds, comma-separated: host (gen_host.py), wide (real "
+                         "IR of many dialects, gen_wide.py, from ../shared/corpus-wide)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     wanted = [k.strip() for k in args.servers.split(",") if k.strip()]
@@ -940,6 +1001,19 @@ def main() -> int:
         print(f"{LABELS[k]}: {shlex.join(servers[k])}")
     print(f"sizes {sizes}, {args.repeat} samples each, timeout {args.timeout:.0f} s per wait"
           + (f"; editor requests at {feature_size} lines" if feature_size else ""))
+
+    cold_kinds = [k.strip() for k in args.cold.split(",") if k.strip()]
+    if cold_kinds:
+        if set(cold_kinds) - {"host", "wide"}:
+            ap.error("--cold takes host and/or wide")
+        cold: dict = {}
+        with tempfile.TemporaryDirectory(prefix="bench_server.") as tmp:
+            for kind in cold_kinds:
+                for size in sizes:
+                    print(f"-- cold {kind} {size} lines ...", flush=True)
+                    cold[kind, size] = cold_open(kind, size, servers, args, tmp)
+        print_cold(cold, keys)
+        return 0
 
     results: dict[int, dict[str, Session]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_server.") as tmp:

@@ -8,9 +8,11 @@ only findings and planned edits, never IR. Used by `check`; imports no protocol 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
+import signal
 
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import Finding
@@ -94,6 +96,62 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
         errors = errors or err
     ordered = sorted(findings.values(), key=lambda f: (f.start, f.end, f.code))
     return ordered, edits, anchors, errors
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def in_forked_process(fn, *args):
+    """Run `fn(*args)` in a forked process; returns a function that waits for its (pickled)
+    result and returns it, or raises RuntimeError if the process failed (and has `cancel()`).
+
+    A bare os.fork, not multiprocessing: its child start-up closes sys.stdin, whose lock the
+    language server's reader thread holds while it waits for input, and would hang there. The
+    child touches nothing but `fn` and its end of a pipe."""
+    build_parser_once()  # before the fork, so that the child does not build it again
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        status = 1
+        try:
+            os.close(read_fd)
+            data = pickle.dumps(fn(*args))
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(data)
+            status = 0
+        finally:
+            os._exit(status)  # no heap teardown, no atexit handlers, no stream flushes
+    os.close(write_fd)
+    return _Forked(pid, read_fd)
+
+
+class _Forked:
+    """A forked process computing one result: `result()` waits for it, `cancel()` stops it
+    (a caller that fails before it asks must not leave the process blocked on its pipe)."""
+
+    def __init__(self, pid: int, read_fd: int):
+        self.pid = pid
+        self.read_fd = read_fd
+
+    def __call__(self):
+        try:
+            with os.fdopen(self.read_fd, "rb") as pipe:
+                data = pipe.read()
+            _, status = os.waitpid(self.pid, 0)
+            if status != 0:
+                raise RuntimeError(f"a worker process failed (wait status {status})")
+            return pickle.loads(data)
+        except (OSError, EOFError, pickle.PickleError) as e:
+            raise RuntimeError(f"a worker process failed: {e}") from e
+
+    def cancel(self) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.close(self.read_fd)
+        with contextlib.suppress(OSError):
+            os.waitpid(self.pid, 0)
 
 
 def _child(writer, text: str, lo: int, hi: int | None, strict: bool, semantics: tuple,

@@ -18,6 +18,7 @@ import gc
 import re
 from dataclasses import dataclass
 
+from gpu_async_lsp import parallel
 from gpu_async_lsp.async_region import Finding, Related, analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.rewriter import (
@@ -74,22 +75,46 @@ class UnitResult:
     (`ops`) and the rewrite's plan of its functions (`rewrites`) stay for navigation, hover,
     inlay hints and code lens, which answer from them without parsing again."""
 
-    __slots__ = ("source", "findings", "functions", "syntax_error", "ops", "rewrites",
-                 "_positions", "_fixes", "fragment", "memo", "__weakref__")
+    __slots__ = ("source", "findings", "functions", "syntax_error", "_ops", "_rewrites",
+                 "_rebuild", "_positions", "_fixes", "fragment", "memo", "__weakref__")
 
     def __init__(self, source: str, findings: tuple[Finding, ...],
                  functions: tuple[FunctionInfo, ...], syntax_error: bool,
-                 ops: tuple[Op, ...] = (), rewrites: tuple[FunctionRewrite, ...] = ()):
+                 ops: tuple[Op, ...] = (), rewrites: tuple[FunctionRewrite, ...] = (),
+                 rebuild: tuple | None = None):
         self.source = source
         self.findings = findings
         self.functions = functions
         self.syntax_error = syntax_error
-        self.ops = ops
-        self.rewrites = rewrites
+        self._ops = ops
+        self._rewrites = rewrites
+        # A result computed in another process (`shared_results`) has no IR: `rebuild` holds
+        # the arguments of analyze_unit that build it again, on the first request that reads
+        # it (parsing one unit: a fraction of a millisecond for a function).
+        self._rebuild = rebuild
         self._positions: dict[str, list] = {}
         self._fixes: list[TextEdit] | None = None
         self.fragment: tuple | None = None  # (key, JSON text) of the last publication
         self.memo: dict = {}  # what request handlers derive from this unit, by their key
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """The unit's IR: its top-level ops."""
+        if self._rebuild is not None:
+            self._materialize()
+        return self._ops
+
+    @property
+    def rewrites(self) -> tuple[FunctionRewrite, ...]:
+        """The rewrite's plan of each function of the unit."""
+        if self._rebuild is not None:
+            self._materialize()
+        return self._rewrites
+
+    def _materialize(self) -> None:
+        built = analyze_unit(self.source, *self._rebuild)
+        self._ops, self._rewrites = built._ops, built._rewrites
+        self._rebuild = None  # last: a reader in another thread sees the IR or rebuilds it
 
     def fixes(self) -> list[TextEdit]:
         """One edit per rewritable function: the span from its first to its last planned edit,
@@ -303,6 +328,8 @@ class Analyzer:
         self.cache = cache if cache is not None else UnitCache()
         self._options = (strict, semantics, thread_launch)
         self.last_allocations = 0
+        # Share the analysis of many units (a big file's first open) with a forked process.
+        self.share_big_batches = True
 
     def analyze(self, text: str, version: int | None = None,
                 previous: DocumentAnalysis | None = None) -> DocumentAnalysis:
@@ -329,6 +356,20 @@ class Analyzer:
             chunks.append((start, end))
             errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed,
                                   containers)
+        # The leaf units whose results were not cached: analysed now, all at once, each
+        # distinct one once (a text may hold the same unit many times).
+        missing: dict[tuple, list[int]] = {}
+        for i, p in enumerate(placed):
+            if isinstance(p.result, str):
+                missing.setdefault((p.result, p.dialect, p.device), []).append(i)
+        if missing:
+            results = self._analyze_units(list(missing))
+            for (key, where), result in zip(missing.items(), results):
+                self.cache.put((*key, self._options), result)
+                for i in where:
+                    p = placed[i]
+                    placed[i] = PlacedUnit(p.base, result, p.dialect, p.device)
+                errors |= result.syntax_error
         return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
                                 containers, chunks, semantics=self.semantics,
                                 options=self._options)
@@ -354,10 +395,29 @@ class Analyzer:
                                       device or name in DEVICE_CONTAINERS, findings, placed,
                                       containers)
                 continue
-            result = self._unit(text[unit.start:unit.end], dialect, device)
-            placed.append(PlacedUnit(unit.start, result, dialect, device))
-            errors |= result.syntax_error
+            source = text[unit.start:unit.end]
+            cached = self.cache.get((source, dialect, device, self._options))
+            if cached is None:  # analysed with the others missing (_analyze): its text for now
+                placed.append(PlacedUnit(unit.start, source, dialect, device))
+                continue
+            placed.append(PlacedUnit(unit.start, cached, dialect, device))
+            errors |= cached.syntax_error
         return errors
+
+    def _analyze_units(self, units: list[tuple[str, str | None, bool]]) -> list[UnitResult]:
+        """Results of leaf units (text, dialect, device), in order. A big batch (a first open)
+        is shared with a forked process, whose results come back without their IR."""
+        options = (self.strict, self.semantics, self.thread_launch)
+        share = shared_results(units, options) if self.share_big_batches else None
+        if share is None:
+            return [analyze_unit(source, d, dev, *options) for source, d, dev in units]
+        split, theirs, cancel = share
+        try:
+            ours = [analyze_unit(source, d, dev, *options) for source, d, dev in units[:split]]
+        except BaseException:
+            cancel()
+            raise
+        return ours + theirs()
 
     def _reuse(self, text: str, version, previous: DocumentAnalysis) -> DocumentAnalysis | None:
         """The analysis after an edit that stays inside the body of one leaf unit and cannot
@@ -473,6 +533,45 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
                       for fn in analysis.functions)
     return UnitResult(source, tuple(analysis.findings), functions, issue is not None, ops,
                       tuple(analysis.functions))
+
+
+def shared_results(units: list[tuple[str, str | None, bool]], options: tuple):
+    """Start analysing the second part of a big batch of leaf units in a forked process:
+    (where that part starts, a function that returns its results, one that stops the process
+    instead), or None when the batch is
+    too small to be worth a process (or fork is not available). The results have no IR
+    (`UnitResult.ops` rebuilds it on first use), so that little crosses the pipe."""
+    sizes = [len(source) for source, _, _ in units]
+    total = sum(sizes)
+    if total < parallel.MIN_PARALLEL_CHARS or not parallel.can_fork():
+        return None
+    half, acc = 0, 0
+    while half < len(units) and acc < total / 2:
+        acc += sizes[half]
+        half += 1
+    if half >= len(units):
+        return None
+    rest = units[half:]
+    receive = parallel.in_forked_process(_light_results, rest, options)
+
+    def theirs() -> list[UnitResult]:
+        try:
+            light = receive()
+        except RuntimeError:  # the process died (out of memory, killed): do it here
+            return [analyze_unit(source, d, dev, *options) for source, d, dev in rest]
+        return [UnitResult(source, findings, functions, error, rebuild=(d, dev, *options))
+                for (source, d, dev), (findings, functions, error) in zip(rest, light)]
+
+    return half, theirs, receive.cancel
+
+
+def _light_results(units: list[tuple[str, str | None, bool]], options: tuple) -> list:
+    """In the forked process: findings, functions and syntax errors of each unit, no IR."""
+    out = []
+    for source, dialect, device in units:
+        r = analyze_unit(source, dialect, device, *options)
+        out.append((r.findings, r.functions, r.syntax_error))
+    return out
 
 
 def _syntax_finding(message: str, start: int, end: int) -> Finding:

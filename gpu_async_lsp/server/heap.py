@@ -42,6 +42,13 @@ def _malloc_trim():
 _TRIM = _malloc_trim()
 
 
+def freeze_if_big(allocations: int) -> None:
+    """Freeze what an analysis allocated before the collector can see it, if it is a lot (the
+    analysis thread does this while the collector is still paused; Heap.settle counts it)."""
+    if allocations >= FREEZE_AFTER_ALLOCATIONS:
+        gc.freeze()
+
+
 class Heap:
     def __init__(self):
         self.frozen = False  # something was ever frozen

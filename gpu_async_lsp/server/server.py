@@ -15,6 +15,7 @@ server/protocol.py; how the heap is kept small in server/heap.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sys
 import threading
@@ -33,9 +34,10 @@ from gpu_async_lsp.ide.cache import UnitCache
 from gpu_async_lsp.server import convert, responses
 from gpu_async_lsp.server.capabilities import ClientFeatures
 from gpu_async_lsp.server.documents import Documents, DocState
-from gpu_async_lsp.server.heap import Heap
+from gpu_async_lsp.server.heap import Heap, freeze_if_big
 from gpu_async_lsp.server.protocol import Protocol, Utf8Reader
 from gpu_async_lsp.server.settings import Settings, parse_settings
+from gpu_async_lsp.syntax.parser import gc_paused
 from gpu_async_lsp.text import LineIndex
 
 log = logging.getLogger("gpu_async_lsp.server")
@@ -260,15 +262,21 @@ class GpuAsyncServer(LanguageServer):
         """In the analysis thread: the analysis of `text`, the line index of `text` (moved
         along with the edit from the previous one), and the diagnostics to publish."""
         previous, previous_index = state.analysis, state.index
-        result = analyzer.analyze(text, version, previous)
-        if previous is not None and previous_index is not None \
-                and previous_index.text is previous.text:
-            start, old_end, new_end = changed_span(previous.text, text)
-            index = previous_index.edited(text, start, old_end, new_end)
-        else:
-            index = LineIndex(text)
-        publication = responses.diagnostics(state.uri, result, index, encoding, severity)
-        return result, index, publication, analyzer.last_allocations
+        # The collector stays paused until what the analysis allocated is frozen (heap.py): the
+        # first allocation after it would otherwise traverse the whole new IR (at 50k lines,
+        # building the diagnostics took 480 ms instead of 30).
+        with gc_paused():
+            result = analyzer.analyze(text, version, previous)
+            if previous is not None and previous_index is not None \
+                    and previous_index.text is previous.text:
+                start, old_end, new_end = changed_span(previous.text, text)
+                index = previous_index.edited(text, start, old_end, new_end)
+            else:
+                index = LineIndex(text)
+            publication = responses.diagnostics(state.uri, result, index, encoding, severity)
+            allocations = gc.get_count()[0]
+            freeze_if_big(allocations)
+        return result, index, publication, allocations
 
     async def analysis_of(self, uri: str) -> DocState | None:
         """The document's state with the analysis of its current version, or None (not

@@ -391,3 +391,36 @@ async def test_analysis_that_raises_is_reported_and_requests_answer(start_server
     assert "injected by the test" in diagnostics[0].message
     assert await asyncio.wait_for(session.code_actions(uri), 5) == []
     assert session.alive
+
+
+# -- a big first open ------------------------------------------------------------------------
+
+async def test_big_first_open_is_shared_with_a_process_and_answers_like_check(start_server):
+    """A first open of 400k characters or more is analysed by the server and a forked process
+    together (the server's reader thread waits on stdin meanwhile: a multiprocessing child
+    hung there). The diagnostics are check's; hover and definition work in the half whose
+    units came back without IR."""
+    from gpu_async_lsp.async_region import analyze
+    from gpu_async_lsp.syntax import parse_document
+
+    session = await start_server("vscode")
+    uri = "file:///e2e/long/first_open.mlir"
+    text = many_functions(16_000)
+    assert len(text) > 400_000
+    diagnostics = await session.open_and_wait(uri, text)
+    expected = analyze(parse_document(text)).findings
+    assert sorted((d.code, d.message) for d in diagnostics) == sorted(
+        (f.code, f.message) for f in expected)
+    last = text.rindex("gpu.memcpy")
+    hover = await asyncio.wait_for(session.client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(uri=uri), position(text, last + 4, session.encoding))),
+        TIMEOUT)
+    assert hover is not None and "gpu.memcpy" in hover.contents.value
+    use = text.index("%host", last)
+    found = await asyncio.wait_for(session.client.text_document_definition_async(
+        types.DefinitionParams(types.TextDocumentIdentifier(uri=uri),
+                               position(text, use + 1, session.encoding))), TIMEOUT)
+    definition = text.rindex("%host: memref<?xf32>", 0, use)
+    targets = found if isinstance(found, list) else [found]
+    starts = [getattr(t, "target_selection_range", None) or t.range for t in targets]
+    assert [s.start for s in starts] == [position(text, definition, session.encoding)]

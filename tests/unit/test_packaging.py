@@ -67,7 +67,7 @@ ALLOWED = {
     "syntax": {"syntax", "op_tables"},
     "async_region": {"async_region", "syntax", "op_tables", "edits", "text"},
     "parallel": {"async_region", "syntax", "edits"},
-    "ide": {"ide", "async_region", "syntax", "edits", "text", "op_tables"},
+    "ide": {"ide", "async_region", "syntax", "edits", "text", "op_tables", "parallel"},
     "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables"},
     "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables"},
 }

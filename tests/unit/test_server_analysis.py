@@ -109,3 +109,112 @@ def test_server_analysis_results_need_no_cycle_collector():
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def _features_snapshot(a):
+    """What the editor features answer from the analysis (hover needs the IR too)."""
+    from gpu_async_lsp.ide import features
+    from gpu_async_lsp.text import LineIndex
+
+    lines = LineIndex(a.text)
+    # Hover on a GPU op of every 97th unit: the unit's IR is read (and rebuilt if lazy).
+    hovers = []
+    for u in a.units[::97]:
+        at = u.result.source.find("gpu.memcpy")
+        if at >= 0:
+            hovers.append(features.hover(a, u.base + at + 1, lambda o: lines.line_of(o) + 1))
+    return _snapshot_small(a), hovers
+
+
+def _snapshot_small(a):
+    from gpu_async_lsp.ide import features
+
+    hints = [(u.base + h.offset, h.label) for u, h in features.inlay_hints(a, 0, len(a.text))]
+    return ([(f.code, f.start, f.end, f.message, f.related) for f in a.findings],
+            [(fn.name, fn.start, fn.end, fn.anchor, fn.rewritable, fn.edits) for fn in a.functions],
+            a.has_syntax_errors, hints, [(u.base, u.dialect, u.device) for u in a.units])
+
+
+def test_server_analysis_shared_with_a_process_equals_one_process():
+    """A big first analysis is shared with a forked process, whose units come back without
+    IR and build it on first use: every answer is the same as from one process."""
+    from gpu_async_lsp.ide import analysis
+
+    text = generate(12000) + "\nfunc.func @broken() {\n  %x = arith.addi (\n}\n"
+    assert len(text) > 400_000
+    shared = Analyzer()
+    a = shared.analyze(text, 1)
+    lazy = [u for u in a.units if u.result._rebuild is not None]
+    assert len(lazy) > len(a.units) // 3  # the second half came from the other process
+    single = Analyzer()
+    single.share_big_batches = False
+    b = single.analyze(text, 1)
+    assert not any(u.result._rebuild for u in b.units)
+    assert _features_snapshot(a) == _features_snapshot(b)
+    assert a.has_syntax_errors
+    # Hover built the IR of those units; inlay hints of the whole text built every unit's.
+    assert all(u.result._rebuild is None for u in a.units)
+    assert analysis.shared_results([("x", None, False)], (False, "original", False)) is None
+
+
+def test_server_analysis_falls_back_when_the_process_fails(monkeypatch):
+    from gpu_async_lsp import parallel
+
+    class Dead:
+        def __call__(self):
+            raise RuntimeError("a worker process failed: killed")
+
+        def cancel(self):
+            pass
+
+    def dies(fn, *args):
+        return Dead()
+
+    monkeypatch.setattr(parallel, "in_forked_process", dies)
+    text = generate(12000)
+    a = Analyzer().analyze(text, 1)
+    single = Analyzer()
+    single.share_big_batches = False
+    assert _snapshot_small(a) == _snapshot_small(single.analyze(text, 1))
+    assert not any(u.result._rebuild for u in a.units)
+
+
+def test_server_analysis_analyses_each_distinct_unit_once(monkeypatch):
+    """A text that holds the same function many times (an IR dump of repeated passes, a test
+    file of copies) costs one analysis of it, as a cache hit would."""
+    from gpu_async_lsp.ide import analysis
+
+    calls = []
+    real = analysis.analyze_unit
+    monkeypatch.setattr(analysis, "analyze_unit",
+                        lambda source, *a: calls.append(source) or real(source, *a))
+    one = "func.func @f(%n: index) {\n  %a = gpu.alloc (%n) : memref<?xf32>\n  return\n}\n"
+    other = one.replace("@f", "@g")
+    a = Analyzer().analyze((one + other) * 50, 1)
+    assert len(a.units) == 100 and len(calls) == 2
+    assert len(a.findings) == 100
+
+
+def test_server_analysis_stops_the_process_when_its_own_share_fails(monkeypatch):
+    """An analysis that fails in the server's share (a bug: an internal-error finding) must
+    not leave the forked process blocked on a pipe nobody reads."""
+    import os
+
+    from gpu_async_lsp import parallel
+    from gpu_async_lsp.ide import analysis
+
+    started = []
+    real_fork = parallel.in_forked_process
+
+    def spy(fn, *args):
+        forked = real_fork(fn, *args)
+        started.append(forked.pid)
+        return forked
+
+    monkeypatch.setattr(parallel, "in_forked_process", spy)
+    monkeypatch.setattr(analysis, "analyze_unit", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        Analyzer().analyze(generate(12000), 1)
+    (pid,) = started
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped: no such child any more

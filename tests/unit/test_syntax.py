@@ -130,3 +130,4 @@ def test_syntax_deep_nesting_and_garbage_never_raise():
     for garbage in ["}", "{{{{", "\"", "%", "@", "^", "\x00\x01", "é", "(" * 1000, "module {"]:
         doc = parse_document(garbage)
         assert doc.errors or not list(doc.walk())
+
