@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import Finding
@@ -98,7 +99,12 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
     return ordered, edits, anchors, errors
 
 
-def can_fork() -> bool:
+def can_fork(threaded: bool = False) -> bool:
+    """Whether this process may fork workers; `threaded`: from a process with other threads
+    (the language server), which only Linux makes safe for a child that runs Python alone
+    (macOS's system libraries may not survive such a fork)."""
+    if threaded and not sys.platform.startswith("linux"):
+        return False
     return "fork" in multiprocessing.get_all_start_methods()
 
 

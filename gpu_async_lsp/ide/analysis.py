@@ -543,7 +543,7 @@ def shared_results(units: list[tuple[str, str | None, bool]], options: tuple):
     (`UnitResult.ops` rebuilds it on first use), so that little crosses the pipe."""
     sizes = [len(source) for source, _, _ in units]
     total = sum(sizes)
-    if total < parallel.MIN_PARALLEL_CHARS or not parallel.can_fork():
+    if total < parallel.MIN_PARALLEL_CHARS or not parallel.can_fork(threaded=True):
         return None
     half, acc = 0, 0
     while half < len(units) and acc < total / 2:
