@@ -9,6 +9,7 @@ only findings and planned edits, never IR. Used by `check`; imports no protocol 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import pickle
@@ -117,11 +118,12 @@ def in_forked_process(fn, *args):
     child touches nothing but `fn` and its end of a pipe."""
     build_parser_once()  # before the fork, so that the child does not build it again
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child
         status = 1
         try:
-            os.close(read_fd)
+            _detach(parent, write_fd)
             data = pickle.dumps(fn(*args))
             with os.fdopen(write_fd, "wb") as out:
                 out.write(data)
@@ -130,6 +132,33 @@ def in_forked_process(fn, *args):
             os._exit(status)  # no heap teardown, no atexit handlers, no stream flushes
     os.close(write_fd)
     return _Forked(pid, read_fd)
+
+
+def _detach(parent: int, keep: int) -> None:
+    """In a forked child: hold no file of the parent's but `keep` (the client of a language
+    server reads its stdout to the end: a child holding it would keep that pipe open after
+    the server exits), and die with the parent (Linux: PR_SET_PDEATHSIG)."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 16)
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent is gone already
+        os._exit(1)
+
+
+def _prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
 
 
 class _Forked:
