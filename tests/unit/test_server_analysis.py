@@ -218,3 +218,26 @@ def test_server_analysis_stops_the_process_when_its_own_share_fails(monkeypatch)
     (pid,) = started
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped: no such child any more
+
+
+def _child_files():
+    import os
+    return os.readlink("/proc/self/fd/1"), sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+
+
+def test_forked_share_holds_none_of_the_servers_files():
+    """The client of a server reads its stdout to the end: a forked child holding that pipe
+    kept it open after the server exited (3.8 s of its share in CI)."""
+    import os
+
+    from gpu_async_lsp import parallel
+
+    kept_r, kept_w = os.pipe()  # stands for the server's stdout pipe, inherited by a fork
+    try:
+        stdout, fds = parallel.in_forked_process(_child_files)()
+    finally:
+        os.close(kept_r)
+        os.close(kept_w)
+    assert stdout == os.devnull
+    assert kept_r not in fds and kept_w not in fds
+    assert len([fd for fd in fds if fd > 2]) <= 2  # its result pipe (and listdir's own)
