@@ -48,7 +48,7 @@ _FIRST = re.compile(
 _AFTER = re.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+(?P<p>=(?![=>])|[,}(:])?")
 
 _DICT_BEFORE = "<=["  # the character before `{` when it is a value (`<{` properties, `= {`, `[{`)
-_ATTRIBUTES = re.compile(r"(?<![\w$.])attributes")
+_ATTRIBUTES = re.compile(r"(?<![\w$.%@#!^\-])attributes")  # the keyword, not `%attributes`
 
 
 def _before(text: str, brace: int) -> int:

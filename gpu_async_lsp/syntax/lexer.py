@@ -188,7 +188,6 @@ class LineToken(NamedTuple):
     results_end: int  # just after the last result
     cont: bool  # the line ends inside the op (`,` `(` `=` `->` ...)
     depth: int  # ( and [ opened minus closed on the line
-    attributes: bool  # the line ends with the `attributes` keyword
 
 
 class GpuLineToken(NamedTuple):
@@ -209,7 +208,6 @@ class GpuLineToken(NamedTuple):
     operands_start: int  # the text after the async clause
     cont: bool  # always False
     depth: int  # always 0
-    attributes: bool  # always False
 
 
 # A dotted name or `return` inside a line, where MLIR may start a second op.
@@ -280,7 +278,6 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                     name_start, name_end, res_start, m.end("res"),
                     brace < 0 and stripped.endswith(UNFINISHED_LINE_ENDS),
                     rest.count("(") + rest.count("[") - rest.count(")") - rest.count("]"),
-                    stripped.endswith("attributes"),
                 )))
                 if brace >= 0:
                     append(new(RawToken, ("{", brace, brace + 1, "{", False)))
@@ -308,7 +305,7 @@ def _gpu_line(text, m, name, res, operands, end):
     return tuple.__new__(GpuLineToken, (
         "gpuline", m.start("res") if res is not None else name_start, o.end(), name, True,
         name_start, name_end, m.start("res"), m.end("res"), d.start("async"), d.start("open"),
-        d.end("close"), d.end(), False, 0, False,
+        d.end("close"), d.end(), False, 0,
     ))
 
 
