@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import re
+import threading
 from dataclasses import dataclass, field
 
 from gpu_async_lsp.async_region import findings as F
@@ -36,6 +37,7 @@ from gpu_async_lsp.syntax import Block, Document, Op, parse_document
 from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING
 
 TOKEN_TYPE = "!gpu.async.token"
+_RENDERING = threading.Lock()
 
 # Which pass the rewrite follows: the 2020 pass (refuses pre-existing `gpu.wait`s and async ops)
 # or LLVM 22's, which threads the current token into them.
@@ -106,17 +108,29 @@ def is_sync_async_op(op: Op) -> bool:
 
 
 class NameAllocator:
-    """Fresh `%t0`, `%t1`, ... skipping every SSA name already used in the function."""
+    """Fresh `%t0`, `%t1`, ... skipping every SSA name already used in the function
+    (text[start:end]). The set of those names is collected only when the text holds a name
+    like a candidate at all (most functions hold no `%t<N>`: one scan at C speed says so)."""
 
-    def __init__(self, used: set[str]):
-        self.used = used
+    def __init__(self, text: str, start: int, end: int):
+        self.text, self.start, self.end = text, start, end
+        self.used: set[str] | None = None  # the function's names, once collected
+        self.taken: set[str] = set()  # what fresh() gave out
         self.next = 0
 
+    def _is_free(self, name: str) -> bool:
+        if name in self.taken:
+            return False
+        if self.used is None:
+            self.used = _used_names(self.text, self.start, self.end) \
+                if _CANDIDATE.search(self.text, self.start, self.end) else frozenset()
+        return name not in self.used
+
     def fresh(self) -> str:
-        while f"%t{self.next}" in self.used:
+        while not self._is_free(f"%t{self.next}"):
             self.next += 1
         name = f"%t{self.next}"
-        self.used.add(name)
+        self.taken.add(name)
         self.next += 1
         return name
 
@@ -125,9 +139,12 @@ class NameAllocator:
 _SSA_NAME = re.compile(rf'//[^\n]*+|{STRING}|({SSA_NAME})')
 
 
-def _used_names(text: str, func: Op) -> set[str]:
-    """Every SSA name written in the function's code (results, operands, block arguments)."""
-    names = set(_SSA_NAME.findall(text, func.start, func.end))
+_CANDIDATE = re.compile(r"%t[0-9]")
+
+
+def _used_names(text: str, start: int, end: int) -> set[str]:
+    """Every SSA name written in text[start:end] (results, operands, block arguments)."""
+    names = set(_SSA_NAME.findall(text, start, end))
     names.discard("")
     return names
 
@@ -185,10 +202,23 @@ class FunctionRewrite:
     name: str  # `@f`
     sync_ops: list[Op] = field(default_factory=list)
     blockers: list[Finding] = field(default_factory=list)
-    edits: list[TextEdit] = field(default_factory=list)
     steps: list[AsyncStep | WaitStep | ThreadStep] = field(default_factory=list)  # walk order
     semantics: str = ORIGINAL
     thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
+    # The walk's plan until it is rendered: findings (what a first publication needs) come
+    # from the walk alone, edits on first request (a code action, --fix).
+    _walker: tuple | None = field(default=None, repr=False, compare=False)  # (walker, phases)
+    _edits: list[TextEdit] | None = field(default=None, repr=False)
+
+    @property
+    def edits(self) -> list[TextEdit]:
+        """The function's edits (also of a blocked function: what the rewrite would do)."""
+        if self._edits is None:
+            with _RENDERING:  # rendering edits the plan: once, whichever thread asks first
+                if self._edits is None:
+                    pending, self._walker = self._walker, None
+                    self._edits = pending[0].render(pending[1]) if pending is not None else []
+        return self._edits
 
     @property
     def rewritable(self) -> bool:
@@ -202,14 +232,14 @@ class FunctionRewrite:
 class ThreadTokenWalker:
     """The state of the pass's `ThreadTokenCallback` for one function: `current_token`. The
     walk builds the function's plan (plan.py): a BlockPlan per block, an OpPlan per op it
-    changes; `finish` renders it as edits."""
+    changes; `render` turns it into edits."""
 
     def __init__(self, text: str, rewrite: FunctionRewrite):
         self.text = text
         self.rw = rewrite
         self.llvm22 = rewrite.semantics == LLVM22
         self.thread_launch = rewrite.thread_launch
-        self.names = NameAllocator(_used_names(text, rewrite.func))
+        self.names = NameAllocator(text, rewrite.func.start, rewrite.func.end)
         self.current_token: str | None = None
         self.blocks: list[BlockPlan] = []  # in the walk's order
         self.block_of: dict[int, BlockPlan] = {}  # id(Block) -> its plan
@@ -371,14 +401,15 @@ class ThreadTokenWalker:
         self.items.append(new)
         return new
 
-    def finish(self) -> None:
-        """Render the plan as the function's edits."""
+    def render(self, phases=None) -> list[TextEdit]:
+        """The plan (and that of LLVM 22's phases) as the function's edits (once: rendering
+        completes the plan)."""
         renderer = Renderer(self.text)
-        if self.phases is not None:
-            self.phases.render(renderer)
+        if phases is not None:
+            phases.render(renderer)
         for bplan in self.blocks:
             renderer.block(bplan, self.plans)
-        self.rw.edits = renderer.edits
+        return renderer.edits
 
 
 @dataclass
@@ -472,7 +503,11 @@ def analyze_function(text: str, func: Op, semantics: str = ORIGINAL,
     walker.visit_blocks(func)
     if semantics == LLVM22:
         run_phases(walker)
-    walker.finish()
+    # Kept to render on first use of rw.edits, without a reference cycle (what is kept must
+    # be freed by reference counting: server/heap.py): the walk's memo and its links back to
+    # the rewrite and to the phases (which refer to the walker) go.
+    phases, walker.phases, walker.rw, walker.effects = walker.phases, None, None, None
+    rw._walker = (walker, phases)
     return rw
 
 

@@ -16,6 +16,7 @@ import bisect
 import dataclasses
 import gc
 import re
+import weakref
 from dataclasses import dataclass
 
 from gpu_async_lsp import parallel
@@ -46,9 +47,71 @@ from gpu_async_lsp.syntax.parser import (
 DEVICE_CONTAINERS = ("gpu.module",)
 
 
+class FunctionEdits:
+    """A function's edits and its other rewrites (`variants`), at offsets relative to its
+    unit, made on the first request for them (a code action, a fix, a code lens): the first
+    diagnostics of a file need neither. Pickled (a forked share's results), it goes as
+    `DEFERRED`, and the unit rebuilds them (`UnitResult.function_edits`)."""
+
+    __slots__ = ("_source", "_rewrite", "_edits", "_variants")
+
+    def __init__(self, source: str, rewrite: FunctionRewrite | None,
+                 edits: tuple[TextEdit, ...] | None = None, variants: tuple | None = None):
+        self._source, self._rewrite = source, rewrite
+        self._edits, self._variants = edits, variants
+
+    def edits(self) -> tuple[TextEdit, ...]:
+        if self._edits is None:
+            rw = self._rewrite
+            self._edits = tuple(rw.edits) if rw.rewritable else ()
+        return self._edits
+
+    def variants(self) -> tuple:
+        if self._variants is None:
+            self._variants = _variants(self._source, self._rewrite)
+        return self._variants
+
+    def __reduce__(self):
+        return (_deferred, ())
+
+
+class _Deferred:
+    """The edits of a function analysed in another process: its unit rebuilds them (held
+    weakly: the unit holds this; without the unit, from the unit's text and settings)."""
+
+    __slots__ = ("unit", "index", "source", "rebuild")
+
+    def __init__(self, unit: UnitResult | None = None, index: int = 0):
+        self.unit = weakref.ref(unit) if unit is not None else None
+        self.index = index
+        self.source = unit.source if unit is not None else ""
+        self.rebuild = unit._rebuild if unit is not None else None
+
+    def _plan(self) -> FunctionEdits:
+        unit = self.unit() if self.unit is not None else None
+        if unit is None:
+            unit = analyze_unit(self.source, *self.rebuild)
+            return unit.functions[self.index].plan
+        return unit.function_edits(self.index)
+
+    def edits(self) -> tuple[TextEdit, ...]:
+        return self._plan().edits()
+
+    def variants(self) -> tuple:
+        return self._plan().variants()
+
+
+DEFERRED = _Deferred()
+
+
+def _deferred() -> _Deferred:
+    return DEFERRED
+
+
 @dataclass(frozen=True)
 class FunctionInfo:
-    """What the code actions need of one host function, at absolute offsets."""
+    """What the code actions need of one host function, at absolute offsets (`delta` from
+    the unit's offsets, which its `plan` has)."""
 
     name: str  # `@f`
     start: int
@@ -57,16 +120,31 @@ class FunctionInfo:
     sync_ops: int
     rewritable: bool
     first_blocker: str | None
-    edits: tuple[TextEdit, ...]
+    plan: FunctionEdits | _Deferred = dataclasses.field(repr=False, compare=False)
     blocker_span: tuple[int, int] | None = None  # where the first blocker is
-    # Other rewrites of a blocked function that get past its blockers (the quick fixes of
-    # those blockers): (variant, its edits), variants as in VARIANT_BLOCKERS.
-    variants: tuple[tuple[str, tuple[TextEdit, ...]], ...] = ()
     blocker_spans: tuple[tuple[int, int], ...] = ()  # every blocker, in text order
     blocker_codes: tuple[str, ...] = ()  # of each blocker
+    delta: int = 0  # from the unit's offsets to these
+
+    @property
+    def edits(self) -> tuple[TextEdit, ...]:
+        """The rewrite's edits (empty unless rewritable)."""
+        return _shifted(self.plan.edits(), self.delta)
+
+    @property
+    def variants(self) -> tuple[tuple[str, tuple[TextEdit, ...]], ...]:
+        """Other rewrites of a blocked function that get past its blockers (the quick fixes of
+        those blockers): (variant, its edits), variants as in VARIANT_BLOCKERS."""
+        return tuple((name, _shifted(edits, self.delta)) for name, edits in self.plan.variants())
 
     def variant_edits(self, variant: str) -> tuple[TextEdit, ...] | None:
         return next((edits for name, edits in self.variants if name == variant), None)
+
+
+def _shifted(edits: tuple[TextEdit, ...], delta: int) -> tuple[TextEdit, ...]:
+    if not delta:
+        return edits
+    return tuple(TextEdit(e.start + delta, e.end + delta, e.new_text) for e in edits)
 
 
 class UnitResult:
@@ -76,7 +154,7 @@ class UnitResult:
     inlay hints and code lens, which answer from them without parsing again."""
 
     __slots__ = ("source", "findings", "functions", "syntax_error", "_ops", "_rewrites",
-                 "_rebuild", "_positions", "_fixes", "fragment", "memo", "__weakref__")
+                 "_rebuild", "_plans", "_positions", "_fixes", "fragment", "memo", "__weakref__")
 
     def __init__(self, source: str, findings: tuple[Finding, ...],
                  functions: tuple[FunctionInfo, ...], syntax_error: bool,
@@ -92,6 +170,7 @@ class UnitResult:
         # the arguments of analyze_unit that build it again, on the first request that reads
         # it (parsing one unit: a fraction of a millisecond for a function).
         self._rebuild = rebuild
+        self._plans: tuple = ()
         self._positions: dict[str, list] = {}
         self._fixes: list[TextEdit] | None = None
         self.fragment: tuple | None = None  # (key, JSON text) of the last publication
@@ -114,7 +193,15 @@ class UnitResult:
     def _materialize(self) -> None:
         built = analyze_unit(self.source, *self._rebuild)
         self._ops, self._rewrites = built._ops, built._rewrites
+        self._plans = tuple(fn.plan for fn in built.functions)
         self._rebuild = None  # last: a reader in another thread sees the IR or rebuilds it
+
+    def function_edits(self, index: int) -> FunctionEdits:
+        """The edits of the unit's `index`th function, for a result computed in another
+        process (its functions' plans are DEFERRED)."""
+        if self._rebuild is not None:
+            self._materialize()
+        return self._plans[index]
 
     def fixes(self) -> list[TextEdit]:
         """One edit per rewritable function: the span from its first to its last planned edit,
@@ -273,10 +360,8 @@ def _shift_function(fn: FunctionInfo, delta: int) -> FunctionInfo:
         fn, start=fn.start + delta, end=fn.end + delta,
         anchor=(fn.anchor[0] + delta, fn.anchor[1] + delta),
         blocker_span=(span[0] + delta, span[1] + delta) if span else None,
-        edits=tuple(TextEdit(e.start + delta, e.end + delta, e.new_text) for e in fn.edits),
-        variants=tuple((name, tuple(TextEdit(e.start + delta, e.end + delta, e.new_text)
-                                    for e in edits)) for name, edits in fn.variants),
-        blocker_spans=tuple((s + delta, e + delta) for s, e in fn.blocker_spans))
+        blocker_spans=tuple((s + delta, e + delta) for s, e in fn.blocker_spans),
+        delta=fn.delta + delta)
 
 
 # The other rewrites of a blocked function, and the blockers each gets past: LLVM 22's
@@ -310,8 +395,8 @@ def _function_info(source: str, fn: FunctionRewrite, anchor: tuple[int, int]) ->
     first = fn.blockers[0] if fn.blockers else None
     return FunctionInfo(fn.name, fn.func.start, fn.func.end, anchor, len(fn.sync_ops),
                         fn.rewritable, first.message if first else None,
-                        tuple(fn.edits) if fn.rewritable else (),
-                        (first.start, first.end) if first else None, _variants(source, fn),
+                        FunctionEdits(source, fn),
+                        (first.start, first.end) if first else None,
                         tuple((b.start, b.end) for b in fn.blockers),
                         tuple(b.code for b in fn.blockers))
 
@@ -559,8 +644,13 @@ def shared_results(units: list[tuple[str, str | None, bool]], options: tuple):
             light = receive()
         except RuntimeError:  # the process died (out of memory, killed): do it here
             return [analyze_unit(source, d, dev, *options) for source, d, dev in rest]
-        return [UnitResult(source, findings, functions, error, rebuild=(d, dev, *options))
-                for (source, d, dev), (findings, functions, error) in zip(rest, light)]
+        out = []
+        for (source, d, dev), (findings, functions, error) in zip(rest, light):
+            result = UnitResult(source, findings, (), error, rebuild=(d, dev, *options))
+            result.functions = tuple(dataclasses.replace(fn, plan=_Deferred(result, i))
+                                     for i, fn in enumerate(functions))
+            out.append(result)
+        return out
 
     return half, theirs, receive.cancel
 

@@ -241,3 +241,76 @@ def test_forked_share_holds_none_of_the_servers_files():
     assert stdout == os.devnull
     assert kept_r not in fds and kept_w not in fds
     assert len([fd for fd in fds if fd > 2]) <= 2  # its result pipe (and listdir's own)
+
+
+def test_server_analysis_llvm22_results_need_no_cycle_collector():
+    """The plans kept to render a function's edits on first request (LLVM 22's async.execute
+    phases included) hold no reference cycle either."""
+    import gc
+    from pathlib import Path
+
+    from gpu_async_lsp.async_region.rewriter import LLVM22
+
+    text = (Path(__file__).parents[1] / "fixtures" / "llvm22_async_execute.mlir").read_text()
+    Analyzer(semantics=LLVM22).analyze(text, 0)
+    gc.collect()
+    gc.disable()
+    try:
+        a = Analyzer(semantics=LLVM22).analyze(text, 1)
+        assert any(fn.rewritable for fn in a.functions)
+        kept = [fn for fn in a.functions if fn.rewritable]  # not rendered yet
+        del a
+        assert gc.collect() == 0
+        assert all(fn.edits for fn in kept)
+        del kept
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+_BLOCKED = """func.func @blocked{i}(%n: index) {{
+  %a = gpu.alloc (%n) : memref<?xf32>
+  gpu.wait
+  gpu.dealloc %a : memref<?xf32>
+  return
+}}
+"""
+
+
+def test_server_analysis_edits_and_variants_made_on_request_equal_eager_ones():
+    """Edits and other rewrites (quick fixes past blockers) are rendered on first request,
+    in this process or, for a share analysed in another one, by rebuilding the unit; either
+    way they equal a one-process analysis's, also once the analysis and its cache are gone."""
+    import gc
+    import threading
+
+    text = generate(9000) + "".join(_BLOCKED.format(i=i) for i in range(1500))
+    assert len(text) > 400_000
+    shared = Analyzer().analyze(text, 1)
+    assert any(u.result._rebuild is not None for u in shared.units)
+    single = Analyzer()
+    single.share_big_batches = False
+    one = single.analyze(text, 1)
+
+    def plans(a):
+        return [(fn.name, fn.rewritable, fn.edits, fn.variants) for fn in a.functions]
+
+    blocked = [fn for fn in shared.functions if fn.name == "@blocked1499"]
+    assert blocked and blocked[0].variant_edits("llvm22")
+    # Two threads asking for the same edits at once render them once, alike.
+    fns = [fn for fn in one.functions if fn.rewritable][-200:]
+    seen: list = []
+    threads = [threading.Thread(target=lambda: seen.append([fn.edits for fn in fns]))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen[0] == seen[1] and all(seen[0])
+    assert plans(shared) == plans(one)
+    kept = blocked[0]
+    expected = kept.variant_edits("llvm22")
+    del shared
+    gc.collect()
+    assert kept.plan.unit() is None  # deferred, and its unit is gone
+    assert kept.variant_edits("llvm22") == expected  # its unit rebuilt it from its text
