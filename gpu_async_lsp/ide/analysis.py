@@ -31,7 +31,7 @@ from gpu_async_lsp.async_region.rewriter import (
 )
 from gpu_async_lsp.edits import TextEdit, apply_edits
 from gpu_async_lsp.ide.cache import UnitCache
-from gpu_async_lsp.text import LineIndex
+from gpu_async_lsp.text import positions_of
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT
 from gpu_async_lsp.syntax import Chunk, Document, Op
 from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, Unit, tokenize_lines
@@ -223,14 +223,18 @@ class UnitResult:
         lines counted from the unit's first line, columns from its start on that line."""
         cached = self._positions.get(encoding)
         if cached is None:
-            index = LineIndex(self.source)
-
-            def pos(offset: int) -> tuple[int, int]:
-                p = index.position(offset, encoding)
-                return p.line, p.character
-
-            cached = [(pos(f.start), pos(f.end), [(pos(r.start), pos(r.end)) for r in f.related])
-                      for f in self.findings]
+            offsets = []
+            for f in self.findings:
+                offsets.append(f.start)
+                offsets.append(f.end)
+                for r in f.related:
+                    offsets.append(r.start)
+                    offsets.append(r.end)
+            at = iter(positions_of(self.source, offsets, encoding))
+            cached = []
+            for f in self.findings:
+                start, end = next(at), next(at)
+                cached.append((start, end, [(next(at), next(at)) for _ in f.related]))
             self._positions[encoding] = cached
         return cached
 

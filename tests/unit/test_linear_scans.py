@@ -375,6 +375,19 @@ def test_line_index_positions_on_one_long_line_linear():
     assert_linear(run, make, 4500)
 
 
+def test_unit_positions_of_many_findings_linear():
+    """Positions of a unit's findings: many on one long line, and many lines, CRLF too."""
+    from gpu_async_lsp.text import positions_of
+
+    def make(n):
+        line = "".join(f"%a{i} = gpu.alloc (%n) : memref<?xf32> " for i in range(n))
+        lines = "\r\n".join(f"  %b{i} = arith.addi %x, %y : i32" for i in range(n))
+        text = line + "\n" + lines
+        return text, list(range(0, len(text), 7))
+
+    assert_linear(lambda arg: positions_of(*arg), make, 4500)
+
+
 def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
     """Where the batch of a big first open is cut in two (the cut was found by summing all
     sizes again for each unit: 0.2 s at 200k lines, 1.3 s at 500k)."""

@@ -90,3 +90,23 @@ def test_edits_overlapping_are_rejected_and_nothing_applied():
         sort_edits([TextEdit(0, 3, "x"), TextEdit(2, 4, "y")])
     with pytest.raises(OverlappingEditsError):
         apply_edits("abc", [TextEdit(2, 9, "x")])
+
+
+def test_positions_of_equals_the_line_index_on_random_texts():
+    """The counting fast path (ASCII, "\\n" and "\\r\\n" lines) and its fallback give what
+    LineIndex.position gives, for offsets in any order, repeated or out of range."""
+    import random
+
+    from gpu_async_lsp.text import ENCODINGS, positions_of
+
+    rng = random.Random(1)
+    wide = ["a", " ", "\n", "\r\n", "\r", "é", "𝄞", "\t", "%", "\x0b", "\u2028"]
+    plain = ["a", " ", "\n", "\r\n", "x"]
+    for trial in range(6000):
+        pool = wide if trial % 2 else plain
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))
+        offsets = [rng.randint(-2, len(text) + 2) for _ in range(rng.randint(0, 8))]
+        index = LineIndex(text)
+        for encoding in ENCODINGS:
+            want = [(p.line, p.character) for p in (index.position(o, encoding) for o in offsets)]
+            assert positions_of(text, offsets, encoding) == want, (text, offsets, encoding)
