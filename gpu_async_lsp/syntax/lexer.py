@@ -37,13 +37,29 @@ from gpu_async_lsp.syntax.patterns import (
 SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.MULTILINE)
 
 
+_MARKER_TEXT = "// -----"
+
+
 def split_chunks(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each chunk; markers belong to no chunk."""
+    """(start, end) of each chunk; markers belong to no chunk. The marker's text is looked
+    for first (a literal search, several times faster than the line pattern over a big file
+    that has none), and each occurrence checked against the whole line."""
     chunks = []
     pos = 0
-    for m in SPLIT_MARKER.finditer(text):
-        chunks.append((pos, m.start()))
-        pos = m.end()
+    at = text.find(_MARKER_TEXT)
+    last, line, tried = 0, 0, -1  # the previous occurrence, its line's start, a line tried
+    while at >= 0:
+        nl = text.rfind("\n", last, at)  # each stretch of text is looked at once
+        if nl >= 0:
+            line = nl + 1
+        last = at
+        if line != tried:
+            tried = line
+            m = SPLIT_MARKER.match(text, line)
+            if m is not None:
+                chunks.append((pos, m.start()))
+                pos = m.end()
+        at = text.find(_MARKER_TEXT, max(at + 1, pos))
     chunks.append((pos, len(text)))
     return chunks
 

@@ -409,3 +409,23 @@ def test_lines_blank_and_comment_lines_before_an_op_are_skipped():
     a, b = lines(text)
     assert text[a.start:a.end] == "%a = test.op %x," and a.cont
     assert text[b.start:b.end] == "%b = test.op"
+
+
+def test_split_chunks_equals_the_marker_line_pattern_on_random_texts():
+    """The literal search for markers cuts where the whole-line pattern cuts."""
+    import random
+
+    from gpu_async_lsp.syntax.lexer import SPLIT_MARKER, split_chunks
+
+    def reference(text):
+        chunks, pos = [], 0
+        for m in SPLIT_MARKER.finditer(text):
+            chunks.append((pos, m.start()))
+            pos = m.end()
+        return chunks + [(pos, len(text))]
+
+    rng = random.Random(2)
+    pieces = ["// -----", "\n", "\r\n", " ", "\t", "x", "// ----- a", "// ------", "a // -----"]
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert split_chunks(text) == reference(text), repr(text)

@@ -375,6 +375,13 @@ def test_line_index_positions_on_one_long_line_linear():
     assert_linear(run, make, 4500)
 
 
+def test_split_markers_on_one_long_line_linear():
+    """Many `// -----` on one line (none a marker) and many marker lines."""
+    from gpu_async_lsp.syntax.lexer import split_chunks
+
+    assert_linear(split_chunks, lambda n: " // -----" * n + "\n// -----\nx\n" * n, 20000)
+
+
 def test_unit_positions_of_many_findings_linear():
     """Positions of a unit's findings: many on one long line, and many lines, CRLF too."""
     from gpu_async_lsp.text import positions_of
