@@ -168,6 +168,41 @@ def test_vscode_manifest_declares_the_semantics_setting() -> None:
     assert _semantics_property(built) == semantics, "the .vsix is older than package.json"
 
 
+def test_vscode_vsix_is_self_contained(tmp_path: Path) -> None:
+    """The .vsix carries the server (this checkout's gpu_async_lsp, byte for byte) and its
+    pure-Python dependencies, the LICENSE and the icon; unpacked, its launcher runs `check`
+    with nothing but a bare Python and `-I`."""
+    if not VSIX.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"missing {VSIX.relative_to(ROOT)}: run scripts/install-editor-test-deps")
+        pytest.skip(f"missing {VSIX.relative_to(ROOT)}")
+    with zipfile.ZipFile(VSIX) as vsix:
+        names = set(vsix.namelist())
+        vsix.extractall(tmp_path)
+    libs = "extension/bundled/libs/"
+    for package in ("gpu_async_lsp", "pygls", "lsprotocol", "lark", "cattrs", "attrs"):
+        assert f"{libs}{package}/__init__.py" in names, package
+    assert not any(n.endswith((".so", ".pyd", ".pyc")) or "/bin/" in n for n in names)
+    manifest = json.loads((tmp_path / "extension" / "package.json").read_text())
+    assert manifest["icon"] in {n.removeprefix("extension/") for n in names}
+    assert "extension/LICENSE.txt" in names or "extension/LICENSE" in names
+    ours = {p.relative_to(ROOT / "gpu_async_lsp"): p.read_bytes()
+            for p in (ROOT / "gpu_async_lsp").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    ours[Path("grammar/mlir.lark")] = (ROOT / "grammar" / "mlir.lark").read_bytes()  # pyproject.toml
+    bundled_root = tmp_path / libs / "gpu_async_lsp"
+    bundled = {p.relative_to(bundled_root): p.read_bytes() for p in bundled_root.rglob("*") if p.is_file()}
+    assert bundled == ours, "the .vsix bundles another gpu_async_lsp: rebuild it (scripts/install-editor-test-deps)"
+    python = Path("/usr/bin/python3")
+    if python.exists():
+        sample = tmp_path / "blocked.mlir"
+        sample.write_text(BLOCKED.read_text())
+        run = subprocess.run([str(python), "-I", str(tmp_path / "extension/bundled/tool/launch.py"),
+                              "check", "--output-format", "json", str(sample)],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert run.returncode == 1, run.stderr
+        assert "pre-existing-wait" in {f["code"] for f in json.loads(run.stdout)}
+
+
 def test_vscode_manifest_declares_the_thread_launch_setting() -> None:
     """gpuAsyncLsp.threadLaunch is a setting, off by default, and the extension sends it."""
     props = json.loads(MANIFEST.read_text())["contributes"]["configuration"]["properties"]
@@ -184,7 +219,45 @@ def test_vscode_problems_settings_restart_and_code_action(tmp_path: Path) -> Non
 
 
 def test_vscode_server_not_found_message(tmp_path: Path) -> None:
-    _run_driver(tmp_path, "missing-server", [str(tmp_path / "no-such-dir" / "gpu-async-lsp")])
+    _run_driver(tmp_path, "missing-server", [str(tmp_path / "no-such-dir" / "gpu-async-lsp")],
+                extra={"toast": "not found", "setting": "gpuAsyncLsp.server.command"})
+
+
+def test_vscode_python_too_old_for_the_bundled_server_message(tmp_path: Path) -> None:
+    """An interpreter older than 3.11: one message saying so, naming gpuAsyncLsp.interpreter."""
+    old = tmp_path / "python3.8"
+    old.write_text('#!/bin/sh\necho "3 8"\n')
+    old.chmod(0o755)
+    _run_driver(tmp_path, "old-python", [],
+                {"gpuAsyncLsp.interpreter": [str(old)], "gpuAsyncLsp.importStrategy": "useBundled"},
+                extra={"toast": "needs Python >= 3.11", "setting": "gpuAsyncLsp.interpreter"})
+
+
+def _bare_system_python() -> Path:
+    """/usr/bin/python3, which must be >= 3.11 and lack the server and its dependencies (the
+    test shows what a user who installed nothing but the .vsix gets)."""
+    python = Path("/usr/bin/python3")
+    if not python.exists():
+        pytest.fail("no /usr/bin/python3") if os.environ.get("CI") else pytest.skip("no /usr/bin/python3")
+    probe = subprocess.run([str(python), "-c", "import sys; print(sys.version_info >= (3, 11))\n"
+                            "try:\n import pygls, gpu_async_lsp\nexcept ImportError: print('bare')"],
+                           capture_output=True, text=True, timeout=30, check=False)
+    assert probe.stdout.split() == ["True", "bare"], probe.stdout + probe.stderr
+    return python
+
+
+def test_vscode_bundled_server_with_a_bare_system_python(tmp_path: Path) -> None:
+    """Installed from the .vsix alone: no gpu-async-lsp on PATH, no server command, only a
+    bare system Python. The extension runs the server it bundles: the Problems panel, the
+    settings change, the restart and the Quick Fix work (scenario "main")."""
+    python = _bare_system_python()
+    for tool in ("gpu-async-lsp", "python3"):
+        found = shutil.which(tool, path=f"{python.parent}{os.pathsep}/bin")
+        assert found is None or Path(found).resolve().parent in (python.parent, Path("/bin")), found
+    workspace, expected = _run_driver(tmp_path, "main", [], path=f"{python.parent}{os.pathsep}/bin")
+    assert (workspace / "sync_ops.mlir").read_text() == expected
+    log = (tmp_path / "extension-output.log").read_text()
+    assert f"starting: {python} -I " in log and "bundled/tool/launch.py" in log, log[-3000:]
 
 
 def test_vscode_code_lens_inlay_hints_hover_definition_shown_and_lens_rewrites(
@@ -216,7 +289,11 @@ def test_vscode_code_lens_inlay_hints_hover_definition_shown_and_lens_rewrites(
 
 
 def test_vscode_semantics_llvm22_from_user_settings_reaches_the_server(tmp_path: Path) -> None:
-    workspace, _ = _run_driver(tmp_path, "llvm22", [sys.executable, "-m", "gpu_async_lsp"],
+    """Also: with no server command, a gpu-async-lsp on PATH (this environment's) is the
+    server (importStrategy fromEnvironment)."""
+    on_path = Path(sys.executable).parent / "gpu-async-lsp"
+    assert on_path.exists(), on_path
+    workspace, _ = _run_driver(tmp_path, "llvm22", [],
                                {"gpuAsyncLsp.semantics": "llvm22",
                                 # as information, so that Problems lists it (not hints)
                                 "gpuAsyncLsp.severity": {"sync-gpu-ops": "information"},
@@ -224,6 +301,8 @@ def test_vscode_semantics_llvm22_from_user_settings_reaches_the_server(tmp_path:
                                 "workbench.editor.useModal": "off"})
     assert (workspace / "blocked.mlir").read_text() == _check_fix(
         BLOCKED.read_text(), "blocked.mlir", "--semantics", "llvm22")
+    log = (tmp_path / "extension-output.log").read_text()
+    assert f"starting: {on_path}\n" in log, log[-3000:]
 
 
 def _llvm22_scenario(tmp_path: Path, blocked_text: str) -> dict:
@@ -322,9 +401,12 @@ def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: st
 
 
 def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
-                settings: dict | None = None) -> tuple[Path, str]:
+                settings: dict | None = None, path: str | None = None,
+                extra: dict | None = None) -> tuple[Path, str]:
     """Runs vscode_e2e.mjs with SCENARIO against a fresh code-server, with `settings` added to
-    the user settings; fails with its logs."""
+    the user settings and `extra` to the driver's configuration; `path`: the PATH the editor
+    (and so the extension) sees, after Node's folder (default: this Python's folder first,
+    then the test's PATH). Fails with its logs; returns the workspace and the expected fix."""
     found, missing = _requirements()
     if missing:
         message = (f"missing {', '.join(missing)}: run scripts/install-editor-test-deps")
@@ -377,7 +459,9 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
     extensions = tmp_path / "extensions"
 
     env = dict(os.environ)
-    env["PATH"] = f"{found['node'].parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if path is None:
+        path = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = f"{found['node'].parent}{os.pathsep}{path}"
     env["VSCODE_CLI"] = "1"  # keep this PATH for the extension host (not a login shell's)
     env.pop("VSCODE_IPC_HOOK_CLI", None)
 
@@ -433,6 +517,7 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
                 "launchFix": _launch_fix_config(tmp_path, workspace)}
                if scenario == "lens" else {}),
             **(_llvm22_scenario(tmp_path, blocked_text) if scenario == "llvm22" else {}),
+            **(extra or {}),
         }))
         # Its own process group, so that a timeout also ends the Chromium it started.
         driver = subprocess.Popen([str(found["node"]), str(DRIVER), str(config)], env=env,
@@ -454,6 +539,9 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
                 logs.append(f"--- {ext_log}\n{ext_log.read_text(errors='replace')[-8000:]}")
             print(show_logs())
         assert ok, f"the VS Code driver failed; screenshots in {artifacts}\n{show_logs()[-6000:]}"
+        (tmp_path / "extension-output.log").write_text("\n".join(
+            log.read_text(errors="replace")
+            for log in sorted(user_data.glob("logs/**/*GPU Async Language Server.log"))))
         return workspace, expected
     finally:
         try:

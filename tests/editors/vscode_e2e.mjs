@@ -6,8 +6,9 @@
 //      asynchronous", save, and wait until the file on disk equals `check --fix` output.
 // A screenshot of each step goes to the artifacts folder. Run by tests/editors/test_vscode.py:
 //   node vscode_e2e.mjs CONFIG.json
-// With scenario "missing-server" instead: the server command does not exist, and the error
-// message names the fix.
+// With scenario "missing-server" instead: the server command does not exist, and one error
+// message names the fix; "old-python": the interpreter set is too old for the bundled server,
+// and one error message says so.
 // With scenario "lens": the editor features that explain the rewrite, on the file with
 // synchronous GPU ops: the inlay hints are rendered in the lines, the code lens sits above the
 // function, hover on a GPU op names the token it would produce, F12 on `@kernels::@scale` moves
@@ -25,7 +26,8 @@
 // settings (JSON) brings the error and the blocked lens to the running editor; set back to
 // "llvm22", they go; the lens, clicked, and a save give `check --fix --semantics llvm22` output.
 // CONFIG: {scenario, playwright, chromium, url, artifacts, settings, blocked, sync, expected,
-//          funcName, line, column, lens, quickFix?, launchFix?, llvm22?, expectedLlvm22?}
+//          funcName, line, column, lens, quickFix?, launchFix?, llvm22?, expectedLlvm22?,
+//          toast?, setting?}
 import { createRequire } from "module";
 import * as fs from "fs";
 import * as path from "path";
@@ -133,19 +135,25 @@ const browser = await chromium.launch({
 let page;
 let failed = false;
 async function missingServer(page) {
-  // The server command does not exist: an error message says how to fix it.
+  // The server cannot start (its command does not exist, or no Python can run it): one error
+  // message says how to fix it, naming the setting (config.toast: its text, config.setting).
   await openFile(page, path.basename(config.blocked));
+  const toasts = page.locator(".notifications-toasts .notification-toast", { hasText: "GPU Async" });
   const toast = page.locator(".notifications-toasts .notification-toast", {
-    hasText: "not found: pip install gpu-async-lsp",
+    hasText: config.toast,
   }).first();
   await toast.waitFor({ state: "visible", timeout: 30000 });
   const text = (await toast.innerText()).replace(/\s+/g, " ");
   log(`error message: ${text}`);
-  await sleep(1000); // let the notifications settle for the screenshot
-  if (!/gpuAsyncLsp\.server\.command/.test(text)) {
-    throw new Error(`the error message does not name the setting: ${text}`);
+  await sleep(3000); // a second message would come by now; and the screenshot settles
+  const count = await toasts.count();
+  if (count !== 1) {
+    throw new Error(`${count} GPU Async messages instead of one: ${(await toasts.allInnerTexts()).join(" | ")}`);
   }
-  await shot(page, "server-not-found-message");
+  if (!text.includes(config.setting)) {
+    throw new Error(`the error message does not name ${config.setting}: ${text}`);
+  }
+  await shot(page, `${config.scenario}-message`);
 }
 
 async function lensHintsHoverDefinition(page) {
@@ -364,7 +372,7 @@ try {
     .first().waitFor({ timeout: 60000 });
   log("workbench ready");
   await shot(page, "workbench");
-  if (config.scenario === "missing-server") {
+  if (config.scenario === "missing-server" || config.scenario === "old-python") {
     await missingServer(page);
   } else if (config.scenario === "lens") {
     await lensHintsHoverDefinition(page);

@@ -1,9 +1,15 @@
 // Starts the gpu-async-lsp language server for MLIR documents.
 //
-// The server command: the `gpuAsyncLsp.server.command` setting when set; else `gpu-async-lsp`
-// on PATH; else the Python interpreter selected in the Python extension (ms-python) with
-// `-m gpu_async_lsp`; else `python3 -m gpu_async_lsp`. A server that cannot be started gives an
-// error message saying how to fix it, not a silent failure.
+// The .vsix carries the server and its pure-Python dependencies (bundled/libs), as
+// ruff-vscode does; it needs a Python >= 3.11 to run them. The command, in order:
+//   1. the `gpuAsyncLsp.server.command` setting, when set;
+//   2. with `gpuAsyncLsp.importStrategy` "fromEnvironment" (the default): `gpu-async-lsp` on
+//      PATH, else the interpreter's own `gpu_async_lsp` (`python -m gpu_async_lsp`) when it
+//      has one;
+//   3. the bundled server, run by the interpreter: `gpuAsyncLsp.interpreter`, else the one
+//      selected in the Python extension (ms-python), else `python3` on PATH.
+// A server that cannot be started gives one error message saying how to fix it.
+import * as childProcess from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
@@ -18,15 +24,22 @@ import {
 } from "vscode-languageclient/node";
 
 const SECTION = "gpuAsyncLsp";
+const MIN_PYTHON: [number, number] = [3, 11];
 const INSTALL_HINT =
-  "pip install gpu-async-lsp (in the Python environment VS Code uses) or set gpuAsyncLsp.server.command";
+  "set gpuAsyncLsp.interpreter to a Python >= 3.11 (the extension runs its bundled server with it), " +
+  "or gpuAsyncLsp.server.command to a gpu-async-lsp you installed";
+
+/** Why no server command could be made: said once, in one error message. */
+class NoServer extends Error {}
 
 let client: LanguageClient | undefined;
 let output: vscode.OutputChannel | undefined;
 let traceOutput: vscode.OutputChannel | undefined;
 let starting: Promise<void> | undefined;
+let extensionRoot = "";
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  extensionRoot = context.extensionPath;
   output = vscode.window.createOutputChannel("GPU Async Language Server");
   traceOutput = vscode.window.createOutputChannel("GPU Async Language Server Trace");
   context.subscriptions.push(output, traceOutput);
@@ -36,7 +49,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration((event) => {
       // strict, semantics, threadLaunch and severity reach the running server through the client's
       // configuration synchronization; a new command needs a new process.
-      if (event.affectsConfiguration(`${SECTION}.server.command`)) {
+      if (
+        event.affectsConfiguration(`${SECTION}.server.command`) ||
+        event.affectsConfiguration(`${SECTION}.interpreter`) ||
+        event.affectsConfiguration(`${SECTION}.importStrategy`)
+      ) {
         void restart();
       }
     }),
@@ -77,8 +94,21 @@ async function start(): Promise<void> {
 }
 
 async function doStart(): Promise<void> {
-  const command = await serverCommand();
+  let command: string[];
+  try {
+    command = await serverCommand();
+  } catch (err) {
+    if (!(err instanceof NoServer)) throw err;
+    await showStartError(`GPU Async: ${err.message}`, `${SECTION}.interpreter`);
+    return;
+  }
   output?.appendLine(`starting: ${command.map(quote).join(" ")}`);
+  if (!commandExists(command[0])) {
+    // Checked here: a command the client fails to spawn gets a message of the client's own
+    // besides ours (one message, not two).
+    await showStartError(`GPU Async: ${command[0]} not found: ${INSTALL_HINT}.`, `${SECTION}.server.command`);
+    return;
+  }
   const [executable, ...args] = command;
   const serverOptions: ServerOptions = {
     command: executable,
@@ -95,6 +125,9 @@ async function doStart(): Promise<void> {
     errorHandler: {
       error: () => ({ action: ErrorAction.Continue }),
       closed: () => {
+        // A server that never started was reported by doStart: one message, not two
+        // (`handled`: the client shows none of its own).
+        if (!running.has(lc)) return { action: CloseAction.DoNotRestart, handled: true };
         void vscode.window
           .showErrorMessage(
             "The GPU Async language server stopped. See its output for the reason.",
@@ -105,7 +138,7 @@ async function doStart(): Promise<void> {
             if (choice === "Show Output") output?.show(true);
             if (choice === "Restart Server") void restart();
           });
-        return { action: CloseAction.DoNotRestart };
+        return { action: CloseAction.DoNotRestart, handled: true };
       },
     },
   };
@@ -113,17 +146,24 @@ async function doStart(): Promise<void> {
   client = lc;
   try {
     await lc.start();
+    running.add(lc);
   } catch (err) {
     if (client === lc) client = undefined;
     await lc.dispose(1000).catch(() => undefined);
-    const message = startFailure(command, err);
-    output?.appendLine(message);
-    const choice = await vscode.window.showErrorMessage(message, "Open Settings", "Show Output");
-    if (choice === "Open Settings") {
-      void vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.server.command`);
-    } else if (choice === "Show Output") {
-      output?.show(true);
-    }
+    await showStartError(startFailure(command, err), `${SECTION}.server.command`);
+  }
+}
+
+/** The clients whose server started (a later exit of theirs is worth a message). */
+const running = new WeakSet<LanguageClient>();
+
+async function showStartError(message: string, setting: string): Promise<void> {
+  output?.appendLine(message);
+  const choice = await vscode.window.showErrorMessage(message, "Open Settings", "Show Output");
+  if (choice === "Open Settings") {
+    void vscode.commands.executeCommand("workbench.action.openSettings", setting);
+  } else if (choice === "Show Output") {
+    output?.show(true);
   }
 }
 
@@ -151,19 +191,95 @@ function serverSettings(): Record<string, unknown> {
 }
 
 async function serverCommand(): Promise<string[]> {
-  const configured = vscode.workspace.getConfiguration(SECTION).get<string[]>("server.command", []);
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const configured = config.get<string[]>("server.command", []);
   if (Array.isArray(configured) && configured.length > 0 && configured.every((s) => typeof s === "string")) {
     return configured;
   }
-  const onPath = findOnPath("gpu-async-lsp");
-  if (onPath) {
-    return [onPath];
+  const strategy = config.get<string>("importStrategy", "fromEnvironment");
+  if (strategy !== "useBundled") {
+    const onPath = findOnPath("gpu-async-lsp");
+    if (onPath) {
+      return [onPath];
+    }
   }
-  const python = await selectedPython();
-  if (python) {
-    return [python, "-m", "gpu_async_lsp"];
+  const python = await interpreter();
+  const version = pythonVersion(python);
+  if (strategy !== "useBundled" && version && atLeast(version, MIN_PYTHON) && canImport(python, "gpu_async_lsp")) {
+    return [...python, "-m", "gpu_async_lsp"];
   }
-  return [process.platform === "win32" ? "python" : "python3", "-m", "gpu_async_lsp"];
+  const launcher = path.join(extensionRoot, "bundled", "tool", "launch.py");
+  if (!fs.existsSync(launcher)) {
+    throw new NoServer(`this build of the extension has no bundled server (${launcher}): ${INSTALL_HINT}.`);
+  }
+  const want = MIN_PYTHON.join(".");
+  if (!version) {
+    throw new NoServer(
+      `no Python found to run the language server (tried ${python.map(quote).join(" ")}): ` +
+        `install Python >= ${want} or ${INSTALL_HINT}.`,
+    );
+  }
+  if (!atLeast(version, MIN_PYTHON)) {
+    throw new NoServer(
+      `the language server needs Python >= ${want}, and ${python.map(quote).join(" ")} is ` +
+        `Python ${version.join(".")}: ${INSTALL_HINT}.`,
+    );
+  }
+  // -I: neither PYTHONPATH nor the user's site-packages may put other versions of the
+  // server's dependencies in front of the bundled ones.
+  return [...python, "-I", launcher];
+}
+
+/** The Python that runs the server: the setting, the Python extension's, python3 on PATH. */
+async function interpreter(): Promise<string[]> {
+  const setting = vscode.workspace.getConfiguration(SECTION).get<string[] | string>("interpreter", []);
+  const configured = typeof setting === "string" ? (setting ? [setting] : []) : setting;
+  if (Array.isArray(configured) && configured.length > 0 && configured.every((s) => typeof s === "string")) {
+    return configured.map((s) => s.replace(/^~(?=$|\/)/, process.env.HOME ?? "~"));
+  }
+  const selected = await selectedPython();
+  if (selected) return [selected];
+  return [findOnPath(process.platform === "win32" ? "python" : "python3") ?? "python3"];
+}
+
+/** (major, minor) of a Python, or undefined when it does not run. */
+function pythonVersion(python: string[]): [number, number] | undefined {
+  const [exe, ...args] = python;
+  const run = childProcess.spawnSync(exe, [...args, "-c", "import sys; print(*sys.version_info[:2])"], {
+    encoding: "utf8",
+    timeout: 10000,
+  });
+  const m = run.status === 0 ? /^(\d+) (\d+)/.exec(run.stdout ?? "") : null;
+  if (!m) {
+    output?.appendLine(`${python.map(quote).join(" ")}: no Python (${run.error?.message ?? run.stderr ?? run.status})`);
+    return undefined;
+  }
+  return [Number(m[1]), Number(m[2])];
+}
+
+function atLeast(version: [number, number], want: [number, number]): boolean {
+  return version[0] > want[0] || (version[0] === want[0] && version[1] >= want[1]);
+}
+
+/** Whether the interpreter has `module` installed (the folder it runs in does not count). */
+function canImport(python: string[], module: string): boolean {
+  const [exe, ...args] = python;
+  const probe = `import sys; sys.path[:] = [p for p in sys.path if p not in ("", ".")]; import ${module}`;
+  const run = childProcess.spawnSync(exe, [...args, "-c", probe], { timeout: 20000 });
+  return run.status === 0;
+}
+
+/** Whether a command's executable exists: a path to an executable file, or a name on PATH. */
+function commandExists(name: string): boolean {
+  if (name.includes("/") || name.includes("\\")) {
+    try {
+      fs.accessSync(name, fs.constants.X_OK);
+      return fs.statSync(name).isFile();
+    } catch {
+      return false;
+    }
+  }
+  return findOnPath(name) !== undefined;
 }
 
 function findOnPath(name: string): string | undefined {
