@@ -26,7 +26,8 @@ What is measured, per server and per generated host-code file (benchmarks/gen_ho
    of `--sizes` if that size is not among them), once it is open and analysed (after the edits
    above, whose last publishDiagnostics has been read, so the text is the opened one again):
    `textDocument/inlayHint` for 60 visible lines in the middle of the file and for the last 60
-   lines, `textDocument/codeLens` for the document, `textDocument/hover` on the name of a
+   lines, `textDocument/codeLens` for the document, `textDocument/semanticTokens/full` and
+   `/range` (the same 60 lines), `textDocument/hover` on the name of a
    `gpu.memcpy` in the middle, `textDocument/definition` on an SSA use there (`%dev`) and on
    the `@scale` of a `gpu.launch_func @kernels::@scale`; each request -> its response.
    5a asks them again and again of the same version (what was computed for it may be cached;
@@ -111,6 +112,9 @@ CLIENT_CAPABILITIES: dict[str, Any] = {
         "inlayHint": {"dynamicRegistration": False, "resolveSupport": {"properties": [
             "tooltip", "textEdits", "label.tooltip", "label.location", "label.command"]}},
         "codeLens": {"dynamicRegistration": False},
+        "semanticTokens": {"dynamicRegistration": False, "requests": {"range": True, "full": True},
+                           "tokenTypes": [], "tokenModifiers": [], "formats": ["relative"],
+                           "multilineTokenSupport": False, "overlappingTokenSupport": False},
         "documentSymbol": {"dynamicRegistration": False,
                            "hierarchicalDocumentSymbolSupport": True},
     },
@@ -448,6 +452,10 @@ def feature_sites(text: str, uri: str) -> list[Feature]:
                 {"textDocument": doc, "range": end_range},
                 f"lines {end_first + 1}-{last + 1}"),
         Feature("codeLens", "textDocument/codeLens", {"textDocument": doc}, "whole document"),
+        Feature("semanticTokens/full", "textDocument/semanticTokens/full",
+                {"textDocument": doc}, "whole document"),
+        Feature("semanticTokens/range", "textDocument/semanticTokens/range",
+                {"textDocument": doc, "range": mid_range}, f"lines {top + 1}-{top + HINT_LINES}"),
         Feature("hover gpu.memcpy", "textDocument/hover",
                 {"textDocument": doc, "position": pos(memcpy, op_col + 4)},
                 f"{memcpy + 1}:{op_col + 5}"),
@@ -483,6 +491,9 @@ def describe_result(f: Feature, result: Any) -> str:
             labels.append(repr(str(label)[:40]))
         return (f"{len(hints)} hints" + (f" ({outside} OUTSIDE the range)" if outside else "")
                 + (f", e.g. {', '.join(labels)}" if labels else ""))
+    if f.method.startswith("textDocument/semanticTokens"):
+        data = result.get("data") if isinstance(result, dict) else None
+        return f"{len(data) // 5} tokens" if isinstance(data, list) else "no data"
     if f.method == "textDocument/codeLens":
         lenses = result if isinstance(result, list) else []
         unresolved = sum(1 for c in lenses if isinstance(c, dict) and not c.get("command"))

@@ -23,6 +23,7 @@ class ClientFeatures:
     hover_markdown: bool = True
     hierarchical_symbols: bool = False
     folding_range_limit: int | None = None
+    semantic_tokens: bool = False  # asks for them: worth computing ahead, after an analysis
 
     @classmethod
     def of(cls, caps: lsp.ClientCapabilities | None) -> ClientFeatures:
@@ -51,4 +52,5 @@ class ClientFeatures:
             hover_markdown=not hover_formats or lsp.MarkupKind.Markdown in hover_formats,
             hierarchical_symbols=bool(symbols and symbols.hierarchical_document_symbol_support),
             folding_range_limit=folding.range_limit if folding else None,
+            semantic_tokens=bool(td and td.semantic_tokens),
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from gpu_async_lsp.ide import features
+from gpu_async_lsp.ide import features, semantic
 from gpu_async_lsp.ide.analysis import FunctionInfo
 from gpu_async_lsp.server import convert, responses
 from gpu_async_lsp.server.protocol import RawResult
@@ -222,6 +222,27 @@ async def references(ls: GpuAsyncServer, params: lsp.ReferenceParams):
     return RawResult(responses.locations(state, spans, ls.encoding))
 
 
+# -- highlighting ------------------------------------------------------------------------------
+
+async def semantic_tokens_full(ls: GpuAsyncServer, params: lsp.SemanticTokensParams):
+    state = await ls.analysis_of(params.text_document.uri)
+    if state is None:
+        return None
+    return RawResult(await ls.off_loop(
+        lambda check: responses.semantic_tokens(state, ls.encoding, None, check)))
+
+
+async def semantic_tokens_range(ls: GpuAsyncServer, params: lsp.SemanticTokensRangeParams):
+    state = await ls.analysis_of(params.text_document.uri)
+    if state is None:
+        return None
+    return RawResult(await ls.off_loop(
+        lambda check: responses.semantic_tokens(state, ls.encoding, params.range, check)))
+
+
+SEMANTIC_TOKENS_LEGEND = lsp.SemanticTokensLegend(semantic.TOKEN_TYPES, semantic.TOKEN_MODIFIERS)
+
+
 def statistics(ls: GpuAsyncServer, params):
     """`gpuAsyncLsp/statistics`: what the server holds (for tests and curious users)."""
     return {"documents": len(ls.documents), "cache": ls.cache.statistics().as_json()}
@@ -251,4 +272,7 @@ def register(server: GpuAsyncServer) -> None:
     feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)(folding_range)
     feature(lsp.TEXT_DOCUMENT_DEFINITION)(definition)
     feature(lsp.TEXT_DOCUMENT_REFERENCES)(references)
+    feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, SEMANTIC_TOKENS_LEGEND)(semantic_tokens_full)
+    feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, SEMANTIC_TOKENS_LEGEND)(
+        semantic_tokens_range)
     feature(STATISTICS)(statistics)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from lsprotocol import types as lsp
 
 from gpu_async_lsp.async_region.findings import SOURCE, SYNC_GPU_OPS, Severity
-from gpu_async_lsp.ide import features
+from gpu_async_lsp.ide import features, semantic
 from gpu_async_lsp.ide.analysis import (
     LAUNCH_VARIANT,
     LLVM22_VARIANT,
@@ -340,6 +340,19 @@ def folding_ranges(state: DocState, caps: ClientFeatures) -> str:
         found = found[:max(limit, 0)]
     return json.dumps([{"startLine": first, "endLine": last, "kind": "region"}
                        for first, last, _ in found])
+
+
+def semantic_tokens(state: DocState, encoding: str, rng: lsp.Range | None = None,
+                    check=None) -> str:
+    """SemanticTokens of the document (or of the units a range touches) as JSON text."""
+    index = state.line_index()
+    if rng is None:
+        data = semantic.document_data(state.analysis, index, encoding, check=check)
+    else:
+        start = convert.offset_of(index, rng.start, encoding)
+        end = convert.offset_of(index, rng.end, encoding)
+        data = semantic.document_data(state.analysis, index, encoding, start, end, check)
+    return '{"data":[' + data + "]}"
 
 
 def locations(state: DocState, spans, encoding: str) -> str:

@@ -29,6 +29,7 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 
 from gpu_async_lsp import __version__
+from gpu_async_lsp.ide import semantic
 from gpu_async_lsp.ide.analysis import Analyzer, changed_span
 from gpu_async_lsp.ide.cache import UnitCache
 from gpu_async_lsp.server import convert, responses
@@ -247,6 +248,11 @@ class GpuAsyncServer(LanguageServer):
                         self.heap.release()
                     elif self.heap.release_due:
                         self.release_later(IDLE_RELEASE_DELAY)
+                if not state.dirty and prepared is not None and self.client.semantic_tokens:
+                    # While nothing else is to do: the highlighting of this version, so that
+                    # the client's request finds it made (stops at the next change).
+                    await loop.run_in_executor(self.executor, self._warm_semantic_tokens,
+                                               state, prepared[0], self.encoding)
                 if not state.dirty and (prepared is None or doc.version == version):
                     return
         finally:
@@ -277,6 +283,17 @@ class GpuAsyncServer(LanguageServer):
             allocations = gc.get_count()[0]
             freeze_if_big(allocations)
         return result, index, publication, allocations
+
+    @staticmethod
+    def _warm_semantic_tokens(state: DocState, analysis, encoding: str) -> None:
+        for unit in analysis.units:
+            if state.dirty or state.analysis is not analysis:
+                return
+            try:
+                semantic.unit_piece(unit.result, encoding)
+            except Exception:  # a bug here must not stop the analyses: the request reports it
+                log.exception("semantic tokens of %s", state.uri)
+                return
 
     async def analysis_of(self, uri: str) -> DocState | None:
         """The document's state with the analysis of its current version, or None (not

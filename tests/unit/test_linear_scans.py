@@ -382,6 +382,16 @@ def test_split_markers_on_one_long_line_linear():
     assert_linear(split_chunks, lambda n: " // -----" * n + "\n// -----\nx\n" * n, 20000)
 
 
+def test_semantic_tokens_of_a_long_line_and_many_lines_linear():
+    from gpu_async_lsp.ide import semantic
+
+    def make(n):
+        ops = "".join(f"%a{i} = gpu.alloc (%n) : memref<?xf32> " for i in range(n))
+        return "func.func @f(%n: index) { " + ops + "return }\n" + "// é\n" * n
+
+    assert_linear(lambda t: semantic.scan(t, 0, len(t)), make, 3000)
+
+
 def test_unit_positions_of_many_findings_linear():
     """Positions of a unit's findings: many on one long line, and many lines, CRLF too."""
     from gpu_async_lsp.text import positions_of

@@ -1,0 +1,254 @@
+"""IDE layer: semantic tokens (highlighting from the server, for every client).
+
+Each leaf unit is scanned once per position encoding and its tokens kept with its result
+(`UnitResult.memo`): op names (dialect and op), SSA values (definitions marked, values of type
+`!gpu.async.token` marked), block labels, `@symbols`, types, attribute names, keywords,
+strings, numbers, comments. The text between units (comments between functions, container
+headers, `// -----`) is scanned on each request; it is short. A scan reads the text, not the
+parse: a unit with a syntax error keeps its tokens; the parse adds what the text alone does
+not say (which values are tokens, which words are op names).
+
+The LSP encoding is relative (each token's line and start from the previous token's), so a
+unit's tokens are kept as the JSON text of all but its first one; only the first depends on
+what came before it. A full request joins those texts; an edit rescans one unit.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpu_async_lsp.op_tables import is_async_interface_op
+from gpu_async_lsp.syntax.parser import OP_WORDS
+from gpu_async_lsp.syntax.patterns import STRING
+from gpu_async_lsp.text import UTF32, LineIndex
+
+# The legend: indices are what the tokens carry.
+TOKEN_TYPES = ["namespace", "macro", "function", "variable", "label", "type", "property",
+               "keyword", "string", "number", "comment", "decorator"]
+TOKEN_MODIFIERS = ["declaration", "asyncToken"]
+NAMESPACE, OP, SYMBOL, VALUE, LABEL, TYPE, PROPERTY, KEYWORD, STRING_T, NUMBER, COMMENT, \
+    ATTRIBUTE = range(len(TOKEN_TYPES))
+DECLARATION, ASYNC_TOKEN = 1, 2  # modifier bits
+
+_BUILTIN_TYPES = (r"(?:[su]?i[0-9]+|f(?:16|32|64|80|128)|bf16|tf32|f8E\w+|f[46]E\w+|index|none"
+                  r"|memref|tensor|vector|complex|tuple)(?![\w$.])")
+_ID = r"[A-Za-z_][\w$.\-]*"
+_SCAN = re.compile(
+    # What starts no token is skipped first, in one tight loop (else each alternative would
+    # be tried at every blank and bracket).
+    r"[^/\"%^@!#?\w\-]*+(?:"
+    r"(?P<comment>//[^\n]*)"
+    rf"|(?P<string>{STRING})"
+    r"|(?P<value>%[\w$.\-]+)(?:#[0-9]+)?"
+    r"|(?P<label>\^[\w$.\-]+)"
+    r"|(?P<symbol>@(?:[\w$.\-]+|\"[^\"\n]*\"))"
+    rf"|(?P<type>!{_ID}|(?<![\w$.%@#!^])(?:(?:[0-9]+|\?)?x)*{_BUILTIN_TYPES})"
+    rf"|(?P<attr>#{_ID})"
+    r"|(?P<number>(?<![\w$.])-?(?:0x[0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?))"
+    r"|(?P<word>(?<![\w$.%@#!^\-])[A-Za-z_][\w$.]*))"
+)
+# After a word: `=` (not `==`) makes it an attribute name.
+_ASSIGN = re.compile(r"[ \t]*=(?!=)")
+# A unit attribute or the last name in a dictionary: `{name}`, `{a = 1, name}`.
+_UNIT_ATTR_AFTER = re.compile(r"[ \t]*[,}]")
+_TOKEN_ARGUMENT = re.compile(r"(%[\w$.\-]+)[ \t]*:[ \t]*!gpu\.async\.token\b")
+_LINE_HEAD = re.compile(r"[ \t]*(?:%[^=\n]*=[ \t]*)?\Z")  # only a result list before a word
+
+
+def _op_facts(ops) -> tuple[dict[int, int], set[int], set[str]]:
+    """From the parse: op names (start -> end), where results are defined, and the names of
+    values that are async tokens (the token results of async GPU ops)."""
+    names: dict[int, int] = {}
+    defined: set[int] = set()
+    tokens: set[str] = set()
+    stack = list(ops)
+    while stack:
+        op = stack.pop()
+        names[op.name_start] = op.name_end
+        for r in op.results:
+            defined.add(r.start)
+        for region in op.regions:
+            for block in region.blocks:
+                defined.update(arg.start for arg in block.args)
+        if op.results and is_async_interface_op(op.name) and (
+                (op.gpu is not None and op.gpu.async_kw is not None)
+                or (op.result_types and "!gpu.async.token" in op.result_types)):
+            tokens.add(op.results[-1].name)
+        for region in op.regions:
+            for block in region.blocks:
+                stack.extend(block.ops)
+    return names, defined, tokens
+
+
+def scan(text: str, start: int, end: int, ops=(), encoding: str = "utf-16") -> list[tuple]:
+    """Tokens of text[start:end] as (line, column, length, type, modifiers), lines counted
+    from the line of `start` and columns in `encoding` units from the start of their line
+    (the first line's from `start`). `ops`: the parse of that text, if any."""
+    op_names, defined, tokens = _op_facts(ops)
+    for m in _TOKEN_ARGUMENT.finditer(text, start, end):
+        tokens.add(m.group(1))
+        defined.add(m.start(1))
+    wide = not text.isascii() and encoding != UTF32
+    index = LineIndex(text) if wide else None
+    out: list[tuple] = []
+    append = out.append
+    simple = _SIMPLE
+    count = text.count
+    line, at, line_start = 0, start, start
+    for m in _SCAN.finditer(text, start, end):
+        kind = m.lastgroup
+        s, e = m.span(kind)
+        if count("\n", at, s):
+            line += count("\n", at, s)
+            line_start = text.rfind("\n", at, s) + 1
+        at = s
+        kind_id = simple.get(kind)
+        mods = 0
+        if kind_id is not None:
+            if kind_id == TYPE and s in op_names:
+                kind_id = None  # `memref.store`: the parse says it is an op name
+        elif kind == "value":
+            kind_id = VALUE
+            if s in defined:
+                mods = DECLARATION
+            if tokens and text[s:e] in tokens:
+                mods |= ASYNC_TOKEN
+        elif kind == "string":
+            kind_id = OP if s in op_names else STRING_T
+        if kind_id is None:  # a word
+            name_end = op_names.get(s)
+            word = text[s:e]
+            if name_end is None and ("." in word or word in OP_WORDS):
+                # Unparsed text (a syntax error): a word heading its line is an op name.
+                if _LINE_HEAD.match(text, line_start, s) and not _ASSIGN.match(text, e):
+                    name_end = e
+            if name_end is not None:
+                dot = text.find(".", s, name_end)
+                if dot > s:
+                    if index is None:
+                        append((line, s - line_start, dot - s, NAMESPACE, 0))
+                    else:
+                        _emit(append, index, encoding, line, line_start, s, dot, NAMESPACE, 0)
+                    s = dot + 1
+                kind_id = OP
+                e = name_end
+            elif _ASSIGN.match(text, e) or (_UNIT_ATTR_AFTER.match(text, e)
+                                            and word not in OP_WORDS
+                                            and _after_dict_open(text, line_start, s)):
+                kind_id = PROPERTY
+            else:
+                kind_id = KEYWORD
+        if index is None:
+            append((line, s - line_start, e - s, kind_id, mods))
+        else:
+            _emit(append, index, encoding, line, line_start, s, e, kind_id, mods)
+    return out
+
+
+_SIMPLE = {"comment": COMMENT, "label": LABEL, "symbol": SYMBOL, "type": TYPE,
+           "number": NUMBER, "attr": ATTRIBUTE}
+
+
+def _after_dict_open(text: str, line_start: int, s: int) -> bool:
+    """Does the word at `s` follow `{` or `,` (blanks between)?"""
+    before = text[line_start:s].rstrip()
+    return before.endswith(("{", ","))
+
+
+def _emit(append, index, encoding, line, line_start, s, e, kind_id, mods) -> None:
+    """A token of a text with wide characters: columns and length in `encoding` units."""
+    ps = index.position(s, encoding)
+    pe = index.position(e, encoding)
+    if pe.line != ps.line:
+        return
+    base = index.position(line_start, encoding)
+    column = ps.character - (base.character if ps.line == base.line else 0)
+    append((line, column, pe.character - ps.character, kind_id, mods))
+
+
+def relative_data(tokens: list[tuple]) -> list[int]:
+    """The LSP encoding of `tokens` (in text order), the first one relative to (0, 0)."""
+    data: list[int] = []
+    extend = data.extend
+    prev_line, prev_col = 0, 0
+    for line, col, length, kind, mods in tokens:
+        if line != prev_line:
+            extend((line - prev_line, col, length, kind, mods))
+            prev_line = line
+        else:
+            extend((0, col - prev_col, length, kind, mods))
+        prev_col = col
+    return data
+
+
+class Piece:
+    """The tokens of one unit or gap: the first and last token (line and column relative to
+    the piece's first line, as `scan` gives them) and the JSON text of the others' encoding."""
+
+    __slots__ = ("first", "last", "rest")
+
+    def __init__(self, tokens: list[tuple]):
+        self.first = tokens[0] if tokens else None
+        self.last = tokens[-1] if tokens else None
+        data = relative_data(tokens)
+        self.rest = ",".join(map(str, data[5:]))
+
+
+def unit_piece(result, encoding: str) -> Piece:
+    """The tokens of a unit, kept with its result."""
+    key = ("semantic-tokens", encoding)
+    piece = result.memo.get(key)
+    if piece is None:
+        piece = result.memo[key] = Piece(scan(result.source, 0, len(result.source), result.ops,
+                                              encoding))
+    return piece
+
+
+def document_data(analysis, index: LineIndex, encoding: str, start: int = 0,
+                  end: int | None = None, check=None) -> str:
+    """The `data` of a SemanticTokens result for the document (or the pieces overlapping
+    [start, end]), as JSON text of the integer list; `check()` is called now and then (it
+    raises when the request is cancelled)."""
+    text = analysis.text
+    end = len(text) if end is None else end
+    out: list[str] = []
+    prev = [0, 0]  # absolute line and column of the last token written
+
+    def place(piece: Piece, base_line: int, base_col: int) -> None:
+        first = piece.first
+        if first is None:
+            return
+        line = base_line + first[0]
+        col = first[1] + (base_col if first[0] == 0 else 0)
+        if line == prev[0]:
+            head = f"0,{col - prev[1]},{first[2]},{first[3]},{first[4]}"
+        else:
+            head = f"{line - prev[0]},{col},{first[2]},{first[3]},{first[4]}"
+        out.append(head if not piece.rest else head + "," + piece.rest)
+        last = piece.last
+        prev[0] = base_line + last[0]
+        prev[1] = last[1] + (base_col if last[0] == 0 else 0)
+
+    def gap(s: int, e: int) -> None:
+        piece = text[s:e]
+        if piece and not piece.isspace():
+            base = index.position(s, encoding)
+            place(Piece(scan(piece, 0, len(piece), (), encoding)), base.line, base.character)
+
+    # Whole units and gaps: a range request may get tokens a little outside its range.
+    pos = 0
+    for n, unit in enumerate(analysis.units):
+        if check is not None and n % 64 == 0:
+            check()
+        if unit.end < start:
+            pos = unit.end
+            continue
+        if unit.base > end:
+            break
+        gap(pos, unit.base)
+        base = index.position(unit.base, encoding)
+        place(unit_piece(unit.result, encoding), base.line, base.character)
+        pos = unit.end
+    else:
+        gap(pos, len(text))
+    return ",".join(out)

@@ -1,0 +1,61 @@
+"""Semantic tokens of one text: positions in every encoding, CRLF, broken text, linear cost."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_async_lsp.ide import semantic
+from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.text import ENCODINGS, LineIndex, Position
+
+TEXT = ('func.func @f(%n: index) {  // é𝄞 here\n'
+        '  %s = "x.y"() {k = "é𝄞"} : () -> i32 %a = gpu.alloc (%n) : memref<4x4xf32>\n'
+        '  %t = gpu.wait async\n'
+        '  return\n'
+        '}\n')
+
+
+def decoded(text: str, encoding: str) -> list[tuple[str, str]]:
+    analysis = Analyzer().analyze(text, 1)
+    index = LineIndex(text)
+    data = [int(x) for x in semantic.document_data(analysis, index, encoding).split(",")]
+    out, line, col = [], 0, 0
+    for i in range(0, len(data), 5):
+        dl, dc, length, kind, mods = data[i:i + 5]
+        line, col = line + dl, (dc if dl else col + dc)
+        start = index.offset(Position(line, col), encoding)
+        end = index.offset(Position(line, col + length), encoding)
+        out.append((text[start:end], semantic.TOKEN_TYPES[kind]))
+    return out
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_semantic_tokens_in_every_encoding_and_line_ending(encoding, eol):
+    text = TEXT.replace("\n", eol)
+    found = decoded(text, encoding)
+    assert ("// é𝄞 here", "comment") in found
+    assert ('"é𝄞"', "string") in found and ('"x.y"', "macro") in found
+    assert ("gpu", "namespace") in found and ("alloc", "macro") in found
+    assert ("4x4xf32", "type") in found and ("%a", "variable") in found
+    assert ("return", "macro") in found and ("k", "property") in found
+    assert all("\r" not in t and "\n" not in t for t, _ in found)
+
+
+def test_semantic_tokens_mark_tokens_and_definitions():
+    tokens = semantic.scan(TEXT, 0, len(TEXT), Analyzer().analyze(TEXT, 1).units[0].result.ops,
+                           "utf-32")  # columns in code points
+    lines = TEXT.split("\n")
+    named = {(lines[line][col:col + n], mods) for line, col, n, _, mods in tokens}
+    assert ("%t", semantic.DECLARATION | semantic.ASYNC_TOKEN) in named
+    assert ("%a", semantic.DECLARATION) in named and ("%n", 0) in named
+
+
+def test_semantic_tokens_of_unparsed_text():
+    """No parse at all (a syntax error in every op): words heading a line are op names."""
+    text = "  %x = arith.addi (\n  memref.store %x, %y[] :\n"
+    tokens = semantic.scan(text, 0, len(text))
+    kinds = {text.split("\n")[line][col:col + n]: semantic.TOKEN_TYPES[k]
+             for line, col, n, k, _ in tokens}
+    assert kinds["arith"] == "namespace" and kinds["addi"] == "macro"
+    assert kinds["memref"] == "namespace" and kinds["store"] == "macro"
