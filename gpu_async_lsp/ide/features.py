@@ -426,13 +426,16 @@ def _symbol_references(a: DocumentAnalysis, target: SymbolId,
 
 @dataclass(frozen=True)
 class Hint:
-    """An inlay hint: `label` shown at `offset`, padded on the given sides."""
+    """An inlay hint: `label` shown at `offset`, padded on the given sides. `explains`: it
+    explains code that is threaded already (what an op waits on), rather than previewing the
+    rewrite (the setting waitsOnHints turns those off)."""
 
     offset: int
     label: str
     pad_left: bool
     pad_right: bool
     tooltip: str
+    explains: bool = False
 
 
 def _function_of(result, op: Op) -> FunctionRewrite | None:
@@ -455,22 +458,24 @@ def unit_hints(result) -> list[Hint]:
             for step in rw.steps:
                 if isinstance(step, AsyncStep):
                     if step.fresh_wait:
-                        hints.append(Hint(step.op.start, f"{step.dependency} = gpu.wait async",
+                        hints.append(Hint(step.op.start,
+                                          inserted(f"{step.dependency} = gpu.wait async"),
                                           False, True, why))
                     hints.append(Hint(_head_end(step.op),
                                       f"async [{step.dependency}] → {step.token}",
                                       True, False, why))
                 elif isinstance(step, ThreadStep):
                     if step.fresh_wait:
-                        hints.append(Hint(step.op.start, f"{step.dependency} = gpu.wait async",
+                        hints.append(Hint(step.op.start,
+                                          inserted(f"{step.dependency} = gpu.wait async"),
                                           False, True, why))
                     label = _threaded(step)
                     if label:
                         hints.append(Hint(_head_end(step.op), label, True, False,
                                           why + ": LLVM 22 threads the token into this op"))
                 else:
-                    hints.append(Hint(step.offset, f"⏸ gpu.wait [{step.token}]", False, True,
-                                      why + ": " + _wait_reason(step)))
+                    hints.append(Hint(step.offset, inserted(f"gpu.wait [{step.token}]"), False,
+                                      True, why + ": " + _wait_reason(step)))
         else:
             for top in [rw.func]:
                 for op in top.walk():
@@ -481,10 +486,18 @@ def unit_hints(result) -> list[Hint]:
                                       f" ({_producer(ops, d)})" for d in g.deps)
                     # At the op's end, not after its `]`: the op reads on undisturbed.
                     hints.append(Hint(op.end, f"waits on {waits}", True, False,
-                                      "The tokens this op waits on, and the ops that make them"))
+                                      "The tokens this op waits on, and the ops that make them",
+                                      explains=True))
     hints.sort(key=lambda h: h.offset)
     result.memo["hints"] = hints
     return hints
+
+
+def inserted(statement: str) -> str:
+    """The label of an op the rewrite would insert before the op at the hint: `+` (it is new)
+    and `;` (it ends there), so that it does not read as the start of that op's statement;
+    plain ASCII, which every font has."""
+    return f"+ {statement};"
 
 
 def _head_end(op: Op) -> int:

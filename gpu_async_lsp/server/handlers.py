@@ -158,7 +158,8 @@ async def inlay_hint(ls: GpuAsyncServer, params: lsp.InlayHintParams):
     state = await ls.analysis_of(params.text_document.uri)
     if state is None:
         return []
-    return RawResult(responses.inlay_hints(state, ls.encoding, params.range))
+    return RawResult(responses.inlay_hints(state, ls.encoding, params.range,
+                                           ls.settings.waits_on_hints))
 
 
 async def _at_position(ls: GpuAsyncServer, params):

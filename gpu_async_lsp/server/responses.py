@@ -362,12 +362,15 @@ def locations(state: DocState, spans, encoding: str) -> str:
                        for s in spans], ensure_ascii=False)
 
 
-def inlay_hints(state: DocState, encoding: str, rng: lsp.Range) -> str:
+def inlay_hints(state: DocState, encoding: str, rng: lsp.Range, explain: bool = True) -> str:
+    """The hints in a range; without `explain`, none of those explaining threaded code."""
     index = state.line_index()
     start = convert.offset_of(index, rng.start, encoding)
     end = convert.offset_of(index, rng.end, encoding)
     hints = []
     for unit, hint in features.inlay_hints(state.analysis, min(start, end), max(start, end)):
+        if hint.explains and not explain:
+            continue
         p = index.position(unit.base + hint.offset, encoding)
         item = {"position": {"line": p.line, "character": p.character}, "label": hint.label,
                 "paddingLeft": hint.pad_left, "paddingRight": hint.pad_right}

@@ -4,7 +4,7 @@ Accepted either as the options object itself or under a "gpuAsyncLsp" key (VS Co
 section of its configuration):
 
     {"strict": false, "semantics": "original", "threadLaunch": false,
-     "severity": {"pre-existing-wait": "warning"}, "debounce": 0}
+     "severity": {"pre-existing-wait": "warning"}, "debounce": 0, "waitsOnHints": true}
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Settings:
     debounce_ms: int = 0  # optional delay before analysing a change; 0 = as soon as possible
     semantics: str = ORIGINAL  # which pass the rewrite follows: "original" or "llvm22"
     thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
+    waits_on_hints: bool = True  # inlay hints explaining threaded code (`waits on %t1 (...)`)
 
 
 def parse_settings(raw) -> tuple[Settings, list[str]]:
@@ -67,4 +68,8 @@ def parse_settings(raw) -> tuple[Settings, list[str]]:
     if not isinstance(thread_launch, bool):
         problems.append(f"'threadLaunch' must be true or false, not {thread_launch!r}")
         thread_launch = False
-    return Settings(strict, severity, debounce, semantics, thread_launch), problems
+    waits_on = raw.get("waitsOnHints", True)
+    if not isinstance(waits_on, bool):
+        problems.append(f"'waitsOnHints' must be true or false, not {waits_on!r}")
+        waits_on = True
+    return Settings(strict, severity, debounce, semantics, thread_launch, waits_on), problems

@@ -184,10 +184,10 @@ async def test_inlay_hints_preview_the_rewrite_at_the_right_columns(server, uri)
     load = text.index("%v = memref.load")
     enc = server.encoding
     assert [(h.position, h.label, h.padding_left, h.padding_right) for h in found] == [
-        (position(text, alloc, enc), "%t0 = gpu.wait async", False, True),
+        (position(text, alloc, enc), "+ %t0 = gpu.wait async;", False, True),
         (position(text, alloc_end, enc), "async [%t0] → %t1", True, False),
         (position(text, launch_end, enc), "async [%t1] → %t2", True, False),
-        (position(text, load, enc), "⏸ gpu.wait [%t2]", False, True),
+        (position(text, load, enc), "+ gpu.wait [%t2];", False, True),
     ]
     assert "has side effects" in found[-1].tooltip
 
@@ -350,7 +350,7 @@ async def test_inlay_hints_and_definition_in_utf32_for_eglot(shared_servers, uri
     alloc_end = DOC.index("\n", DOC.index("%buf = gpu.alloc"))
     found = await hints(server, uri, 8, 9)
     assert [(h.position, h.label) for h in found] == [
-        (position(DOC, DOC.index("%buf = gpu.alloc"), "utf-32"), "%t0 = gpu.wait async"),
+        (position(DOC, DOC.index("%buf = gpu.alloc"), "utf-32"), "+ %t0 = gpu.wait async;"),
         (position(DOC, alloc_end, "utf-32"), "async [%t0] → %t1")]
     assert await definition(server, uri, "%buf[%c1]") == (9, "%buf")
 
@@ -370,7 +370,7 @@ async def test_features_positions_past_the_end_are_clamped_not_errors(server, ur
     backwards = types.Range(types.Position(10, 0), types.Position(8, 0))
     found = await asyncio.wait_for(server.client.text_document_inlay_hint_async(
         types.InlayHintParams(doc_id(uri), backwards)), TIMEOUT)
-    assert [h.label for h in found] == ["%t0 = gpu.wait async", "async [%t0] → %t1",
+    assert [h.label for h in found] == ["+ %t0 = gpu.wait async;", "async [%t0] → %t1",
                                         "async [%t1] → %t2"]
     assert len(await hints(server, uri, 0, 100_000)) == 4
     assert server.alive
@@ -394,7 +394,7 @@ async def test_features_on_garbage_answer_and_keep_serving(server, uri):
     await asyncio.wait_for(client.text_document_folding_range_async(
         types.FoldingRangeParams(doc)), TIMEOUT)
     assert [h.label for h in await hints(server, uri)] == [
-        "%t0 = gpu.wait async", "async [%t0] → %t1", "⏸ gpu.wait [%t1]"]
+        "+ %t0 = gpu.wait async;", "async [%t0] → %t1", "+ gpu.wait [%t1];"]
     for at in range(0, len(garbage), 3):
         p = position(text, at, server.encoding)
         await asyncio.wait_for(client.text_document_hover_async(

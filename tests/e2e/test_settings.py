@@ -231,3 +231,29 @@ async def test_settings_thread_launch_threads_inline_launches(start_server, uri)
     await session.wait_until(
         lambda: any("launch-not-outlined" in {d.code for d in p.diagnostics}
                     for p in session.published_for(uri)[n:]), "the launch warning again", 10)
+
+
+THREADED = ("func.func @f(%n: index) {\n  %t0 = gpu.wait async\n"
+            "  %a, %t1 = gpu.alloc async [%t0] (%n) : memref<?xf32>\n  gpu.wait [%t1]\n"
+            "  return\n}\n"
+            "func.func @g(%n: index) {\n  %b = gpu.alloc (%n) : memref<?xf32>\n  return\n}\n")
+
+
+async def test_settings_waits_on_hints_off_keeps_only_the_rewrite_preview(start_server, uri):
+    """waitsOnHints: false (initializationOptions, then back on through
+    didChangeConfiguration): the hints explaining threaded code go, the preview stays."""
+    from tests.e2e.test_features import hints
+
+    session = await start_server(initialization_options={"waitsOnHints": False})
+    await session.open_and_wait(uri, THREADED)
+    preview = ["+ %t0 = gpu.wait async;", "async [%t0] → %t1", "+ gpu.wait [%t1];"]
+    assert [h.label for h in await hints(session, uri)] == preview
+    session.change_configuration({"waitsOnHints": True})
+
+    async def labels():
+        return [h.label for h in await hints(session, uri)]
+
+    deadline = asyncio.get_running_loop().time() + 10
+    while len(await labels()) == len(preview) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    assert await labels() == ["waits on %t0 (gpu.wait)", "waits on %t1 (gpu.alloc)", *preview]

@@ -909,11 +909,11 @@ def test_inlay_hints_on_attach_show_the_rewrite_in_neovim(nvim, tmp_path, mode):
     alloc, launch, dealloc = (_cursor(KERNELS, op) for op in
                               ("gpu.alloc (%n)", "gpu.launch_func", "gpu.dealloc"))
     assert [(h["line"], h["label"]) for h in step["hints"]] == [
-        (alloc[0], "%t0 = gpu.wait async"),
+        (alloc[0], "+ %t0 = gpu.wait async;"),
         (alloc[0], "async [%t0] → %t1"),
         (launch[0], "async [%t1] → %t2"),
         (dealloc[0], "async [%t2] → %t3"),
-        (dealloc[0] + 1, "⏸ gpu.wait [%t3]"),  # before `return`
+        (dealloc[0] + 1, "+ gpu.wait [%t3];"),  # before `return`
     ]
     assert step["hints"][0]["col"] == alloc[1] - len("%buf = ")  # where `%t0 = ...` goes
     for token in ("%t0 = gpu.wait async", "async [%t0]", "%t3 = gpu.dealloc async [%t2]",
@@ -1041,3 +1041,58 @@ def test_codelens_and_inlay_hints_switched_off_stay_off_in_neovim(nvim, tmp_path
     assert shown["shown"] == 0 and shown["shown_hints"] == 0
     assert shown["hints_enabled"] is False
     assert shown["user_on_attach_ran"] is (mode == "setup")
+
+
+def _headless(nvim: str, tmp: Path, init: str, then: str) -> list[str]:
+    """Run nvim headless with `init` (editors/nvim on the runtimepath first, vim.notify
+    recording what it is told), edit an MLIR file, run the Lua `then` after 1.5 s; the
+    messages vim.notify got."""
+    for sub in ("config", "data", "state", "cache"):
+        (tmp / "xdg" / sub).mkdir(parents=True, exist_ok=True)
+    seen = tmp / "seen.json"
+    (tmp / "init.lua").write_text(
+        f"vim.opt.runtimepath:prepend({json.dumps(str(EDITOR_DIR))})\n"
+        "_G.seen = {}\n"
+        "vim.notify = function(msg) table.insert(_G.seen, msg) end\n" + init)
+    (tmp / "x.mlir").write_text("func.func @f() {\n  return\n}\n")
+    finish = (f"lua vim.defer_fn(function() {then}; vim.fn.writefile("
+              f"{{vim.json.encode(_G.seen)}}, {json.dumps(str(seen))}); vim.cmd('qall!') end, 1500)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NVIM", "VIM", "XDG_"))}
+    env.update({f"XDG_{sub.upper()}_HOME": str(tmp / "xdg" / sub)
+                for sub in ("config", "data", "state", "cache")})
+    proc = subprocess.run([nvim, "--headless", "--clean", "-u", str(tmp / "init.lua"), "-i", "NONE",
+                           "-n", "-c", "edit x.mlir", "-c", finish], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=PROCESS_TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+    assert seen.exists(), proc.stderr + proc.stdout
+    return json.loads(seen.read_text())
+
+
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_missing_server_gives_one_message_in_neovim(nvim, tmp_path, mode):
+    """A server command that is not an executable: one vim.notify saying so and what to do
+    (Neovim itself says nothing for vim.lsp.enable, and a raw spawn error for setup())."""
+    _needs(nvim, mode)
+    missing = json.dumps(str(tmp_path / "no-such-dir" / "gpu-async-lsp"))
+    init = (f"vim.lsp.config('gpu_async_lsp', {{ cmd = {{ {missing} }} }})\n"
+            "vim.lsp.enable('gpu_async_lsp')\n" if mode == "enable" else
+            f"require('gpu_async_lsp').setup({{ cmd = {{ {missing} }} }})\n")
+    seen = _headless(nvim, tmp_path, init, "vim.cmd('edit other.mlir')")
+    assert len(seen) == 1, seen
+    assert "cannot start the language server" in seen[0] and "not an executable" in seen[0]
+    assert "no-such-dir/gpu-async-lsp" in seen[0] and ":help gpu_async_lsp" in seen[0]
+
+
+def test_help_works_right_after_installing_in_neovim(nvim, tmp_path):
+    """`:help gpu_async_lsp` with editors/nvim on the runtimepath and no :helptags run: the
+    tags file is in the repository, and equal to what :helptags makes of the help file."""
+    seen = _headless(nvim, tmp_path, "", "vim.cmd('help gpu_async_lsp'); "
+                     "table.insert(_G.seen, vim.fn.expand('%:t') .. ':' .. vim.fn.getline('.'))")
+    assert seen and seen[-1].startswith("gpu_async_lsp.txt:"), seen
+    fresh = tmp_path / "doc"
+    fresh.mkdir()
+    shutil.copyfile(EDITOR_DIR / "doc" / "gpu_async_lsp.txt", fresh / "gpu_async_lsp.txt")
+    subprocess.run([nvim, "--headless", "--clean", "-c", f"helptags {fresh}", "-c", "qall!"],
+                   check=True, capture_output=True, timeout=PROCESS_TIMEOUT_S)
+    assert (fresh / "tags").read_text() == (EDITOR_DIR / "doc" / "tags").read_text(), \
+        "editors/nvim/doc/tags is stale: run nvim --headless -c 'helptags editors/nvim/doc' -c q"

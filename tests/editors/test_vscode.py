@@ -386,7 +386,7 @@ def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: st
         "hint": f"async [{dependency}] → {token}",
         "hintedOp": memcpy_text.strip(),
         # the wait the rewrite puts first, and the one it puts before `return`
-        "otherHints": ["%t0 = gpu.wait async", "⏸ gpu.wait ["],
+        "otherHints": ["+ %t0 = gpu.wait async;", "+ gpu.wait ["],
         "title": f"{rewrites} GPU ops run synchronously · Make asynchronous",
         "funcText": f"func.func @{func_name}(",
         "rewritten": rewritten.group(0),

@@ -54,16 +54,17 @@ def test_features_inlay_hints_preview_exactly_what_the_fix_inserts(path):
     for offset, label in hints:
         if label.startswith("waits on "):
             continue  # threaded code the fix leaves alone
-        if label.startswith("⏸ "):
+        if label.startswith("+ gpu.wait ["):
             waits += 1
             # Before the op at the hint; at a block's end, on its own line before the `}`.
-            statement = label[2:]
+            statement = label[2:-1]
             line_start = text.rfind("\n", 0, offset) + 1
             assert statement in fixed[moved(line_start):moved(offset) + len(statement)], (
                 label, line_at(moved(offset)))
-        elif label.endswith(" = gpu.wait async"):
+        elif label.endswith(" = gpu.wait async;"):
             waits += 1
-            assert fixed[moved(offset):].startswith(label), (label, line_at(moved(offset)))
+            assert label.startswith("+ ")
+            assert fixed[moved(offset):].startswith(label[2:-1]), (label, line_at(moved(offset)))
         else:
             m = re.fullmatch(r"async \[(%\w+)\] → (%\w+)", label)
             assert m, label
@@ -106,7 +107,7 @@ def test_features_inlay_hints_of_a_range_only_those_in_it():
     index = LineIndex(text)
     found = features.inlay_hints(a, index.line_start(20), index.line_start(24))
     assert [(index.line_of(u.base + h.offset), h.label) for u, h in found] == [
-        (21, "%t0 = gpu.wait async"), (21, "async [%t0] → %t1"), (22, "⏸ gpu.wait [%t1]")]
+        (21, "+ %t0 = gpu.wait async;"), (21, "async [%t0] → %t1"), (22, "+ gpu.wait [%t1];")]
 
 
 DOC = """\
@@ -333,7 +334,7 @@ def test_features_llvm22_hints_and_hover_show_the_token_threaded_into_a_wait():
     a = Analyzer(semantics="llvm22").analyze(WAITS, 1)
     assert [f.code for f in a.findings] == ["sync-gpu-ops"]
     labels = [h.label for _, h in features.inlay_hints(a, 0, len(WAITS))]
-    assert labels == ["%t0 = gpu.wait async", "async [%t0] → %t1", "+ [%t1] → %u",
+    assert labels == ["+ %t0 = gpu.wait async;", "async [%t0] → %t1", "+ [%t1] → %u",
                       "async [%u] → %t2", "+ [%t2] → no token"]
     index = LineIndex(WAITS)
     markdown, _ = features.hover(a, WAITS.index("gpu.wait async") + 2,

@@ -31,7 +31,8 @@ return {
   root_markers = { '.git' },
   -- The server's settings (it accepts the object itself or under "gpuAsyncLsp"): sent as
   -- initializationOptions (below) and with workspace/didChangeConfiguration after start-up.
-  settings = { gpuAsyncLsp = { strict = false, semantics = 'original', threadLaunch = false } },
+  settings = { gpuAsyncLsp = { strict = false, semantics = 'original', threadLaunch = false,
+                               waitsOnHints = true } },
   -- One source of truth: initializationOptions are built from `settings`, so the first analysis
   -- already uses the user's values (no flash of non-strict results).
   before_init = function(params, config)

@@ -47,7 +47,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("gpuAsyncLsp.restartServer", () => restart()),
     vscode.commands.registerCommand("gpuAsyncLsp.showOutput", () => output?.show(true)),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      // strict, semantics, threadLaunch and severity reach the running server through the client's
+      // strict, semantics, threadLaunch, waitsOnHints and severity reach the running server through the client's
       // configuration synchronization; a new command needs a new process.
       if (
         event.affectsConfiguration(`${SECTION}.server.command`) ||
@@ -186,6 +186,7 @@ function serverSettings(): Record<string, unknown> {
     strict: config.get<boolean>("strict", false),
     semantics: config.get<string>("semantics", "original"),
     threadLaunch: config.get<boolean>("threadLaunch", false),
+    waitsOnHints: config.get<boolean>("waitsOnHints", true),
     severity: config.get<Record<string, string>>("severity", {}),
   };
 }

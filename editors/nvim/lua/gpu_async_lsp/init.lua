@@ -23,7 +23,8 @@ local defaults = {
   settings = {},
 }
 -- The server's own defaults, sent when neither setup{} nor its `settings` set them.
-local server_defaults = { strict = false, semantics = 'original', threadLaunch = false }
+local server_defaults = { strict = false, semantics = 'original', threadLaunch = false,
+                          waitsOnHints = true }
 -- Options of setup() itself, not passed on to vim.lsp.start().
 local own = { strict = true, semantics = true, thread_launch = true, filetypes = true,
               root_markers = true,
@@ -121,6 +122,44 @@ end
 
 --- Start the server for every 'mlir' buffer, now and from now on. Calling it again replaces
 --- the options (for buffers opened afterwards).
+local told = false
+
+--- Whether `cmd` can start: true, or false after one vim.notify saying why and what to do
+--- (once a session: Neovim itself says nothing for vim.lsp.enable, or a raw spawn error).
+function M.check_cmd(cmd)
+  if type(cmd) ~= 'table' or type(cmd[1]) ~= 'string' or vim.fn.executable(cmd[1]) == 1 then
+    return true -- a function cmd (an RPC client of its own) is the user's to check
+  end
+  if not told then
+    told = true
+    vim.notify(('gpu-async-lsp: cannot start the language server: `%s` is not an executable '
+      .. '(not installed, or not on PATH). Install it (`pip install -e .` in a clone of '
+      .. 'gpu-async-lsp, or `bash scripts/demo` there, then use .venv/bin/gpu-async-lsp) or '
+      .. 'set `cmd` in your gpu_async_lsp config. See :help gpu_async_lsp.'):format(cmd[1]),
+      vim.log.levels.ERROR)
+  end
+  return false
+end
+
+--- For vim.lsp.enable('gpu_async_lsp') (0.11+): check the resolved config's cmd when an
+--- MLIR buffer opens (plugin/gpu_async_lsp.lua calls this).
+function M.check_enabled_cmd()
+  local lsp = vim.lsp
+  if not lsp.config then
+    return
+  end
+  local enabled
+  if lsp.is_enabled then
+    enabled = lsp.is_enabled('gpu_async_lsp')
+  else
+    enabled = lsp._enabled_configs ~= nil and lsp._enabled_configs['gpu_async_lsp'] ~= nil
+  end
+  if enabled then
+    local config = lsp.config['gpu_async_lsp']
+    M.check_cmd(config and config.cmd)
+  end
+end
+
 function M.setup(opts)
   opts = opts or {}
   local filetypes = opts.filetypes or defaults.filetypes
@@ -129,7 +168,10 @@ function M.setup(opts)
     if vim.bo[bufnr].buftype ~= '' then
       return
     end
-    vim.lsp.start(M.client_config(opts, bufnr), { bufnr = bufnr })
+    local config = M.client_config(opts, bufnr)
+    if M.check_cmd(config.cmd) then
+      vim.lsp.start(config, { bufnr = bufnr })
+    end
   end
   vim.api.nvim_create_autocmd('FileType', {
     group = group,
