@@ -54,6 +54,15 @@ DEPS = Path(os.environ.get("GPU_ASYNC_EDITOR_DEPS",
 VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp.vsix"
 DRIVER = Path(__file__).with_name("vscode_e2e.mjs")
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vscode"
+# The README's pictures: copied from a run's screenshots when GPU_ASYNC_UPDATE_SCREENSHOTS=1
+# (scenario, screenshot -> docs/images/<name>), not on every run.
+SCREENSHOTS = {
+    ("main", "02-problems-pre-existing-wait.png"): "problems-pre-existing-wait.png",
+    ("lens", "07-quick-fix-on-pre-existing-wait.png"): "quick-fix-pre-existing-wait.png",
+    ("lens", "02-inlay-hints-and-code-lens.png"): "inlay-hints-and-code-lens.png",
+    ("lens", "03-hover-gpu-op.png"): "hover-gpu-op.png",
+}
+IMAGES = ROOT / "docs" / "images"
 BLOCKED = ROOT / "examples" / "blocked.mlir"  # a gpu.wait written by hand: pre-existing-wait
 INLINE_LAUNCH = Path(__file__).with_name("inline_launch.mlir")  # launch-not-outlined in @f
 LAUNCH_FIX = "Make GPU ops in @f asynchronous, gpu.launch included"
@@ -201,6 +210,15 @@ def test_vscode_vsix_is_self_contained(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=60, check=False)
         assert run.returncode == 1, run.stderr
         assert "pre-existing-wait" in {f["code"] for f in json.loads(run.stdout)}
+
+
+def test_readme_pictures_are_the_screenshots_the_test_makes() -> None:
+    """Each picture the README shows is in docs/images and is one the test can make again."""
+    readme = (ROOT / "README.md").read_text()
+    shown = set(re.findall(r"\(docs/images/([\w.-]+\.png)\)", readme))
+    assert shown == set(SCREENSHOTS.values())
+    for name in shown:
+        assert (IMAGES / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
 
 
 def test_vscode_manifest_declares_the_thread_launch_setting() -> None:
@@ -539,6 +557,11 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
                 logs.append(f"--- {ext_log}\n{ext_log.read_text(errors='replace')[-8000:]}")
             print(show_logs())
         assert ok, f"the VS Code driver failed; screenshots in {artifacts}\n{show_logs()[-6000:]}"
+        if os.environ.get("GPU_ASYNC_UPDATE_SCREENSHOTS") == "1" and not path:
+            for (shot_scenario, shot), name in SCREENSHOTS.items():
+                if shot_scenario == scenario:
+                    IMAGES.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(artifacts / shot, IMAGES / name)
         (tmp_path / "extension-output.log").write_text("\n".join(
             log.read_text(errors="replace")
             for log in sorted(user_data.glob("logs/**/*GPU Async Language Server.log"))))
