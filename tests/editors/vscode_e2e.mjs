@@ -338,7 +338,8 @@ async function llvm22Semantics(page) {
 
   // The running server follows the setting (workspace/didChangeConfiguration), both ways.
   await setUserSetting(page, "gpuAsyncLsp.semantics", "original");
-  await waitProblem().locator(".codicon-error").first().waitFor({ timeout: 30000 });
+  // (attached: a selected row shows its quick fix's lightbulb over the severity icon)
+  await waitProblem().locator(".codicon-error").first().waitFor({ state: "attached", timeout: 30000 });
   await lensLink(s.blockedTitle).waitFor({ state: "visible", timeout: 30000 });
   log("semantics original: the pre-existing-wait error and the blocked lens are back");
   await shot(page, "original-pre-existing-wait");
@@ -394,7 +395,9 @@ try {
   if (!/gpu-async/.test(panelText)) {
     throw new Error(`Problems panel lacks the source gpu-async:\n${panelText}`);
   }
-  await page.locator(".markers-panel .codicon-error").first().waitFor({ timeout: 5000 });
+  // An error: the row's severity icon. Attached, not visible: while the row is selected VS
+  // Code draws the lightbulb of its quick fix over it.
+  await problem.locator(".codicon-error").first().waitFor({ state: "attached", timeout: 5000 });
   await shot(page, "problems-pre-existing-wait");
 
   // A settings change reaches the running server: pre-existing-wait becomes a warning.
@@ -424,7 +427,7 @@ try {
   await until("settings.json to keep the override", async () =>
     JSON.parse(fs.readFileSync(config.settings, "utf8"))["gpuAsyncLsp.severity"] !== undefined, 10000);
   await page.locator(".markers-panel .monaco-list-row", { hasText: "pre-existing gpu.wait" })
-    .locator(".codicon-warning").first().waitFor({ timeout: 30000 });
+    .locator(".codicon-warning").first().waitFor({ state: "attached", timeout: 30000 });
   log("severity setting applied: pre-existing-wait is a warning");
   await shot(page, "severity-setting-warning");
 
