@@ -19,7 +19,7 @@ import re
 
 from gpu_async_lsp.op_tables import is_async_interface_op
 from gpu_async_lsp.syntax.parser import OP_WORDS
-from gpu_async_lsp.syntax.patterns import STRING
+from gpu_async_lsp.syntax.patterns import BARE_ID, SSA_NAME, STRING, SYMBOL_NAME
 from gpu_async_lsp.text import UTF32, LineIndex
 
 # The legend: indices are what the tokens carry.
@@ -39,19 +39,19 @@ _SCAN = re.compile(
     r"[^/\"%^@!#?\w\-]*+(?:"
     r"(?P<comment>//[^\n]*)"
     rf"|(?P<string>{STRING})"
-    r"|(?P<value>%[\w$.\-]+)(?:#[0-9]+)?"
+    rf"|(?P<value>{SSA_NAME})(?:#[0-9]+)?"
     r"|(?P<label>\^[\w$.\-]+)"
-    r"|(?P<symbol>@(?:[\w$.\-]+|\"[^\"\n]*\"))"
+    rf"|(?P<symbol>{SYMBOL_NAME})"
     rf"|(?P<type>!{_ID}|(?<![\w$.%@#!^])(?:(?:[0-9]+|\?)?x)*{_BUILTIN_TYPES})"
     rf"|(?P<attr>#{_ID})"
     r"|(?P<number>(?<![\w$.])-?(?:0x[0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?))"
-    r"|(?P<word>(?<![\w$.%@#!^\-])[A-Za-z_][\w$.]*))"
+    rf"|(?P<word>(?<![\w$.%@#!^\-]){BARE_ID}))"
 )
 # After a word: `=` (not `==`) makes it an attribute name.
 _ASSIGN = re.compile(r"[ \t]*=(?!=)")
 # A unit attribute or the last name in a dictionary: `{name}`, `{a = 1, name}`.
 _UNIT_ATTR_AFTER = re.compile(r"[ \t]*[,}]")
-_TOKEN_ARGUMENT = re.compile(r"(%[\w$.\-]+)[ \t]*:[ \t]*!gpu\.async\.token\b")
+_TOKEN_ARGUMENT = re.compile(rf"({SSA_NAME})[ \t]*:[ \t]*!gpu\.async\.token\b")
 _LINE_HEAD = re.compile(r"[ \t]*(?:%[^=\n]*=[ \t]*)?\Z")  # only a result list before a word
 
 
