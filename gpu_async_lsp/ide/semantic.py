@@ -37,7 +37,8 @@ _SCAN = re.compile(
     # What starts no token is skipped first, in one tight loop (else each alternative would
     # be tried at every blank and bracket).
     r"[^/\"%^@!#?\w\-]*+(?:"
-    r"(?P<comment>//[^\n]*)"
+    # To the end of the line as MLIR reads it ("\n"), a CRLF line's "\r" not included.
+    r"(?P<comment>//(?:[^\r\n]++|\r(?!\n))*+)"
     rf"|(?P<string>{STRING})"
     rf"|(?P<value>{SSA_NAME})(?:#[0-9]+)?"
     r"|(?P<label>\^[\w$.\-]+)"
@@ -88,8 +89,11 @@ def scan(text: str, start: int, end: int, ops=(), encoding: str = "utf-16") -> l
     for m in _TOKEN_ARGUMENT.finditer(text, start, end):
         tokens.add(m.group(1))
         defined.add(m.start(1))
-    wide = not text.isascii() and encoding != UTF32
-    index = LineIndex(text) if wide else None
+    # Counting "\n"s gives LSP's lines and code points its columns unless a character is
+    # wider than one unit of `encoding` or a lone "\r" ends a line: then a LineIndex says.
+    lone_cr = "\r" in text and text.count("\r") != text.count("\r\n")
+    index = LineIndex(text) if lone_cr or (encoding != UTF32 and not text.isascii()) else None
+    origin = index.position(start, encoding) if index is not None else None
     out: list[tuple] = []
     append = out.append
     simple = _SIMPLE
@@ -98,7 +102,11 @@ def scan(text: str, start: int, end: int, ops=(), encoding: str = "utf-16") -> l
     for m in _SCAN.finditer(text, start, end):
         kind = m.lastgroup
         s, e = m.span(kind)
-        if count("\n", at, s):
+        if lone_cr:  # lines placed by the index; only where the line starts is needed
+            nl = max(text.rfind("\n", at, s), text.rfind("\r", at, s))
+            if nl >= 0:
+                line_start = nl + 1
+        elif count("\n", at, s):
             line += count("\n", at, s)
             line_start = text.rfind("\n", at, s) + 1
         at = s
@@ -128,7 +136,7 @@ def scan(text: str, start: int, end: int, ops=(), encoding: str = "utf-16") -> l
                     if index is None:
                         append((line, s - line_start, dot - s, NAMESPACE, 0))
                     else:
-                        _emit(append, index, encoding, line, line_start, s, dot, NAMESPACE, 0)
+                        _place(append, index, encoding, origin, s, dot, NAMESPACE, 0)
                     s = dot + 1
                 kind_id = OP
                 e = name_end
@@ -141,7 +149,7 @@ def scan(text: str, start: int, end: int, ops=(), encoding: str = "utf-16") -> l
         if index is None:
             append((line, s - line_start, e - s, kind_id, mods))
         else:
-            _emit(append, index, encoding, line, line_start, s, e, kind_id, mods)
+            _place(append, index, encoding, origin, s, e, kind_id, mods)
     return out
 
 
@@ -155,15 +163,19 @@ def _after_dict_open(text: str, line_start: int, s: int) -> bool:
     return before.endswith(("{", ","))
 
 
-def _emit(append, index, encoding, line, line_start, s, e, kind_id, mods) -> None:
-    """A token of a text with wide characters: columns and length in `encoding` units."""
+def _place(append, index, encoding, origin, s, e, kind_id, mods) -> None:
+    """A token placed by the text's LineIndex (`origin`: the scan's start): line relative to
+    the scan's first line, column and length in `encoding` units. A token over a lone "\r"
+    (a line break to LSP, a blank to MLIR: a comment goes on) is sent as one per line."""
     ps = index.position(s, encoding)
     pe = index.position(e, encoding)
-    if pe.line != ps.line:
-        return
-    base = index.position(line_start, encoding)
-    column = ps.character - (base.character if ps.line == base.line else 0)
-    append((line, column, pe.character - ps.character, kind_id, mods))
+    for line in range(ps.line, pe.line + 1):
+        start = ps.character if line == ps.line else 0
+        end = pe.character if line == pe.line else index.position(index.line_end(line),
+                                                                  encoding).character
+        if end > start:
+            column = start - (origin.character if line == origin.line else 0)
+            append((line - origin.line, column, end - start, kind_id, mods))
 
 
 def relative_data(tokens: list[tuple]) -> list[int]:

@@ -387,7 +387,8 @@ def test_semantic_tokens_of_a_long_line_and_many_lines_linear():
 
     def make(n):
         ops = "".join(f"%a{i} = gpu.alloc (%n) : memref<?xf32> " for i in range(n))
-        return "func.func @f(%n: index) { " + ops + "return }\n" + "// é\n" * n
+        # and a comment over n lone "\r"s: one token on each of its n lines
+        return "func.func @f(%n: index) { " + ops + "return }\n" + "// é\n" * n + "// x\r" * n
 
     assert_linear(lambda t: semantic.scan(t, 0, len(t)), make, 3000)
 

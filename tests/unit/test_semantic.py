@@ -59,3 +59,51 @@ def test_semantic_tokens_of_unparsed_text():
              for line, col, n, k, _ in tokens}
     assert kinds["arith"] == "namespace" and kinds["addi"] == "macro"
     assert kinds["memref"] == "namespace" and kinds["store"] == "macro"
+
+
+PIECES = ["func.func", " @f", "(", "%a", ": index", ")", " {", "}", "\n", "\r\n", "\r",
+          "  gpu.wait", " async", " [%t0]", "é", "𝄞", '"s"', '"x\\"y"', "// c", "%t:2",
+          "\x00", "\x0b", "\u2028", "\ud800", "^bb0", "#map", "!gpu.async.token", "4x?xf32",
+          "=", ",", "-1.5e3", "0x1F", "memref.store", "{k = 1}", "\t"]
+
+
+def test_semantic_tokens_of_random_and_broken_text():
+    """Any text (garbage, NULs, lone surrogates, lone "\\r", CRLF, wide characters): tokens are
+    non-empty, on one line each, in order, their lengths exact, the same in every encoding
+    (for non-ASCII text UTF-32 counts line breaks, the others use the LineIndex)."""
+    import random
+    import re
+
+    rng = random.Random(5)
+    for _ in range(400):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 40)))
+        found = {}
+        for encoding in ENCODINGS:
+            analysis = Analyzer().analyze(text, 1)
+            index = LineIndex(text)
+            data = semantic.document_data(analysis, index, encoding)
+            ints = [int(x) for x in data.split(",")] if data else []
+            assert len(ints) % 5 == 0
+            out, line, col, last = [], 0, 0, -1
+            for i in range(0, len(ints), 5):
+                dl, dc, length, kind, _ = ints[i:i + 5]
+                line, col = line + dl, (dc if dl else col + dc)
+                s = index.offset(Position(line, col), encoding)
+                e = index.offset(Position(line, col + length), encoding)
+                assert e > s > last, (text, encoding)
+                assert not re.search(r"[\r\n]", text[s:e]), (text, encoding)
+                # Within its line: the end is where the length says, not clamped to it.
+                assert index.position(e, encoding) == Position(line, col + length), (text, encoding)
+                last = s
+                out.append((s, text[s:e], kind))
+            found[encoding] = out
+        assert found["utf-8"] == found["utf-16"] == found["utf-32"], text
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_semantic_tokens_comment_over_a_lone_carriage_return(encoding):
+    """MLIR reads a lone "\\r" as a blank (the comment goes on to the "\\n"); LSP as a line
+    break: the comment is one token on each of its lines. A CRLF's "\\r" is in none."""
+    text = "// a\r%b c\r\n%d = gpu.wait async\r\n"
+    assert decoded(text, encoding)[:3] == [("// a", "comment"), ("%b c", "comment"),
+                                            ("%d", "variable")]
