@@ -255,9 +255,9 @@ def document_data(analysis, index: LineIndex, encoding: str, start: int = 0,
         if unit.end < start:
             pos = unit.end
             continue
+        gap(pos, unit.base)  # the text before the unit (a range may lie inside it)
         if unit.base > end:
             break
-        gap(pos, unit.base)
         base = index.position(unit.base, encoding)
         place(unit_piece(unit.result, encoding), base.line, base.character)
         pos = unit.end

@@ -107,3 +107,20 @@ def test_semantic_tokens_comment_over_a_lone_carriage_return(encoding):
     text = "// a\r%b c\r\n%d = gpu.wait async\r\n"
     assert decoded(text, encoding)[:3] == [("// a", "comment"), ("%b c", "comment"),
                                             ("%d", "variable")]
+
+
+def test_semantic_tokens_of_a_range_between_functions():
+    """A range on the comment between two functions gets its tokens (whole units and gaps
+    around the range may come along)."""
+    text = ("func.func @f() {\n  return\n}\n// between\n// them\n"
+            "func.func @g() {\n  return\n}\n")
+    analysis = Analyzer().analyze(text, 1)
+    index = LineIndex(text)
+    at = text.index("// them")
+    data = semantic.document_data(analysis, index, "utf-16", at + 1, at + 2)
+    ints = [int(x) for x in data.split(",")]
+    starts, line, col = [], 0, 0
+    for i in range(0, len(ints), 5):
+        line, col = line + ints[i], (ints[i + 1] if ints[i] else col + ints[i + 1])
+        starts.append(index.offset(Position(line, col)))
+    assert at in starts
