@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from gpu_async_lsp.async_region.rewriter import is_already_async
 from gpu_async_lsp.op_tables import is_async_interface_op
 from gpu_async_lsp.syntax.parser import OP_WORDS
 from gpu_async_lsp.syntax.patterns import BARE_ID, SSA_NAME, STRING, SYMBOL_NAME
@@ -71,10 +72,8 @@ def _op_facts(ops) -> tuple[dict[int, int], set[int], set[str]]:
         for region in op.regions:
             for block in region.blocks:
                 defined.update(arg.start for arg in block.args)
-        if op.results and is_async_interface_op(op.name) and (
-                (op.gpu is not None and op.gpu.async_kw is not None)
-                or (op.result_types and "!gpu.async.token" in op.result_types)):
-            tokens.add(op.results[-1].name)
+        if op.results and is_async_interface_op(op.name) and is_already_async(op):
+            tokens.add(op.results[-1].name)  # its token is its last result
         for region in op.regions:
             for block in region.blocks:
                 stack.extend(block.ops)
