@@ -257,3 +257,9 @@ async def test_settings_waits_on_hints_off_keeps_only_the_rewrite_preview(start_
     while len(await labels()) == len(preview) and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.05)
     assert await labels() == ["waits on %t0 (gpu.wait)", "waits on %t1 (gpu.alloc)", *preview]
+    # Not a boolean: one warning naming it, and the default (on).
+    session.change_configuration({"waitsOnHints": "no"})
+    await session.round_trip()
+    await session.wait_until(lambda: session.warnings, "a warning", timeout=10)
+    assert len(session.warnings) == 1 and "waitsOnHints" in session.warnings[0].message
+    assert len(await labels()) == 5
