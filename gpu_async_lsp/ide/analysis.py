@@ -50,15 +50,15 @@ DEVICE_CONTAINERS = ("gpu.module",)
 class FunctionEdits:
     """A function's edits and its other rewrites (`variants`), at offsets relative to its
     unit, made on the first request for them (a code action, a fix, a code lens): the first
-    diagnostics of a file need neither. Pickled (a forked share's results), it goes as
-    `DEFERRED`, and the unit rebuilds them (`UnitResult.function_edits`)."""
+    diagnostics of a file need neither. Pickled (a forked share's results), it goes as None,
+    and the unit rebuilds them (`_Deferred`, `UnitResult.function_edits`)."""
 
     __slots__ = ("_source", "_rewrite", "_edits", "_variants")
 
-    def __init__(self, source: str, rewrite: FunctionRewrite | None,
-                 edits: tuple[TextEdit, ...] | None = None, variants: tuple | None = None):
+    def __init__(self, source: str, rewrite: FunctionRewrite):
         self._source, self._rewrite = source, rewrite
-        self._edits, self._variants = edits, variants
+        self._edits: tuple[TextEdit, ...] | None = None
+        self._variants: tuple | None = None
 
     def edits(self) -> tuple[TextEdit, ...]:
         if self._edits is None:
@@ -72,7 +72,7 @@ class FunctionEdits:
         return self._variants
 
     def __reduce__(self):
-        return (_deferred, ())
+        return (type(None), ())  # none: shared_results puts the unit's _Deferred in its place
 
 
 class _Deferred:
@@ -81,14 +81,14 @@ class _Deferred:
 
     __slots__ = ("unit", "index", "source", "rebuild")
 
-    def __init__(self, unit: UnitResult | None = None, index: int = 0):
-        self.unit = weakref.ref(unit) if unit is not None else None
+    def __init__(self, unit: UnitResult, index: int):
+        self.unit = weakref.ref(unit)
         self.index = index
-        self.source = unit.source if unit is not None else ""
-        self.rebuild = unit._rebuild if unit is not None else None
+        self.source = unit.source
+        self.rebuild = unit._rebuild
 
     def _plan(self) -> FunctionEdits:
-        unit = self.unit() if self.unit is not None else None
+        unit = self.unit()
         if unit is None:
             unit = analyze_unit(self.source, *self.rebuild)
             return unit.functions[self.index].plan
@@ -99,13 +99,6 @@ class _Deferred:
 
     def variants(self) -> tuple:
         return self._plan().variants()
-
-
-DEFERRED = _Deferred()
-
-
-def _deferred() -> _Deferred:
-    return DEFERRED
 
 
 @dataclass(frozen=True)
@@ -198,7 +191,7 @@ class UnitResult:
 
     def function_edits(self, index: int) -> FunctionEdits:
         """The edits of the unit's `index`th function, for a result computed in another
-        process (its functions' plans are DEFERRED)."""
+        process (its functions' plans came as None)."""
         if self._rebuild is not None:
             self._materialize()
         return self._plans[index]
