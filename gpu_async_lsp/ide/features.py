@@ -669,22 +669,14 @@ def _plain(message: str) -> str:
 
 
 def _blocker_text(code: str, op: Op, ops: list[Op]) -> str:
-    if code == F.PRE_EXISTING_WAIT:
-        return ("A pre-existing `gpu.wait`: the original `-gpu-async-region` pass refuses "
-                "functions that already synchronize by hand (remove it to let the rewrite "
-                "thread tokens).")
-    if code == F.ALREADY_ASYNC:
-        text = "Already asynchronous"
-        if op.gpu is not None and op.gpu.deps:
-            text += ": waits on " + ", ".join(f"`{d.name}` ({_producer(ops, d)})"
-                                              for d in op.gpu.deps)
-        return text + "."
-    if code == F.LAUNCH_NOT_OUTLINED:
-        return ("Not outlined: replace `gpu.launch` with `gpu.launch_func` first "
-                "(`-gpu-kernel-outlining`).")
-    if code == F.ASYNC_OP_WITH_REGIONS:
-        return "An async GPU op with regions: the pass does not rewrite those."
-    return "Written in generic form: the rewrite cannot edit it in place."
+    """The registry's hover text of the code, and what is particular to this op."""
+    text = F.RULE[code].hover
+    if code == F.ALREADY_ASYNC and op.gpu is not None and op.gpu.deps:
+        text += " It waits on " + ", ".join(f"`{d.name}` ({_producer(ops, d)})"
+                                            for d in op.gpu.deps) + "."
+    elif code == F.UNSUPPORTED_FORM and op.generic:
+        text += " It is written in generic form: write it in its custom form."
+    return text
 
 
 # -- code lens ----------------------------------------------------------------------------------
