@@ -1,90 +1,71 @@
 """CLI layer: the `gpu-async-lsp` command (`check`, `tree`, `serve`).
 
-Sits on top of the analysis and text layers; nothing
-imports it. The language server is imported lazily, only by `serve`.
+Sits on top of the analysis and text layers; nothing imports it. How `check` prints what it
+found is `report.py`'s. The language server is imported lazily, only by `serve`.
 
 Where output goes:
 
-- stdout carries only the product of the command: the findings in the chosen format, or, when
-  stdout carries text instead (`check --fix -` writes the rewritten buffer, `check --diff`
-  writes the diff), nothing else: the findings then go to stderr.
-- stderr carries the summary line, notes (a directory without `.mlir` files), I/O errors
-  (`path: error: ...`), internal errors (`path: internal error: Type: message`) and the
-  progress line (only when stderr is a terminal and many files are checked).
+- stdout carries only the product of the command: the findings in the chosen format (or
+  their `--statistics`), or, when stdout carries text instead (`check --fix -` writes the
+  rewritten buffer, `check --diff` writes the diff), nothing else: the findings then go to
+  stderr.
+- stderr carries the summary line, notes (a directory without `.mlir` files), the functions
+  `--show-fixes` lists, I/O errors (`path: error: ...`), internal errors (`path: internal
+  error: Type: message`) and the progress line (only when stderr is a terminal and many
+  files are checked). `--quiet` leaves out the summary, the notes and the progress.
 
 Exit status: 0 when no error-severity finding remains (warnings and hints never fail a run),
-1 when some remain (or, with `--diff`, when there is a diff), 2 for usage and I/O errors.
+1 when some remain (or, with `--diff`, when there is a diff), 2 for usage and I/O errors;
+`--exit-zero` turns 1 into 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import dataclasses
-import difflib
-import json
 import os
-import re
 import stat
 import sys
 import tempfile
-import urllib.parse
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region import analyze
-from gpu_async_lsp.async_region.rewriter import ORIGINAL, SEMANTICS, findings_after_fix
+from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
+from gpu_async_lsp.async_region.rewriter import (
+    ORIGINAL,
+    SEMANTICS,
+    findings_after_fix,
+    offset_mover,
+)
+from gpu_async_lsp.edits import sort_edits
 from gpu_async_lsp.parallel import analyze_in_shares
+from gpu_async_lsp.report import (
+    COLOR_CHOICES,
+    OUTPUT_FORMATS,
+    PROG,
+    STATISTICS_FORMATS,
+    FileResult,
+    Reporter,
+    ReportOptions,
+    finding_dicts,
+    isatty,
+    unified_diff,
+    use_color,
+)
 from gpu_async_lsp.server import build_arg_parser as build_serve_parser
-from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.parser import gc_paused
 from gpu_async_lsp.syntax.tree import format_tree
 from gpu_async_lsp.text import LineIndex
 
-PROG = "gpu-async-lsp"
 STDIN = "-"
-OUTPUT_FORMATS = ("text", "json", "github", "sarif")
 # The options of `serve`; any of them first on the command line means `serve`
 # (VS Code's client appends `--stdio`).
 SERVE_OPTIONS = ("--stdio", "--tcp", "--host", "--port", "--log-file", "--log-level")
 # Below this many files a progress line is not worth the noise.
 PROGRESS_MIN_FILES = 10
-
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning",
-               Severity.INFORMATION: "note", Severity.HINT: "note"}
-GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning",
-                  Severity.INFORMATION: "notice"}  # hints are not annotated
-RULE_DESCRIPTIONS = {
-    "pre-existing-wait": "A gpu.wait already in the function blocks the gpu-async-region rewrite.",
-    "already-async": "An already asynchronous GPU op blocks the gpu-async-region rewrite.",
-    "async-op-with-regions": "A GPU async op with regions blocks the gpu-async-region rewrite.",
-    "launch-not-outlined": "gpu.launch must be outlined to gpu.launch_func before the rewrite.",
-    "unsupported-form": "An op the rewrite cannot edit in place (e.g. generic form).",
-    "syntax": "The MLIR text does not parse.",
-    "sync-gpu-ops": "GPU ops in this function run synchronously; the rewrite can make them async.",
-}
-
-
-# -- plain data passed back from worker processes ---------------------------------------------
-
-@dataclasses.dataclass
-class FileResult:
-    """What checking one file produced; only builtin types, so it pickles cheaply."""
-
-    display: str
-    # Each finding: {"code", "severity" (int), "message", "start": (line, col), "end": (line,
-    # col), "related": [(line, col, end_line, end_col, message), ...]}; 1-based, code points.
-    findings: list[dict] = dataclasses.field(default_factory=list)
-    error: str | None = None  # an I/O or internal error line, already worded
-    changed: bool = False  # --fix rewrote it (or --diff would)
-    diff: str = ""
-    output: bytes | None = None  # for stdin with --fix: the whole buffer to write out
-
-    @property
-    def error_count(self) -> int:
-        return sum(1 for f in self.findings if f["severity"] == Severity.ERROR)
-
 
 @dataclasses.dataclass(frozen=True)
 class CheckOptions:
@@ -115,41 +96,6 @@ def _decode(data: bytes) -> tuple[str | None, str | None]:
 
 def _os_error(e: OSError) -> str:
     return e.strerror or type(e).__name__
-
-
-def _finding_dicts(text: str, findings) -> list[dict]:
-    index = LineIndex(text)
-    out = []
-    for f in findings:
-        related = []
-        for r in f.related:
-            line, col = index.line_col_1based(r.start)
-            end_line, end_col = index.line_col_1based(r.end)
-            related.append((line, col, end_line, end_col, r.message))
-        out.append({
-            "code": f.code,
-            "severity": int(f.severity),
-            "message": f.message,
-            "start": index.line_col_1based(f.start),
-            "end": index.line_col_1based(f.end),
-            "related": related,
-        })
-    return out
-
-
-_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
-
-
-def unified_diff(before: str, after: str, display: str) -> str:
-    """`diff -u` of two texts, lines split at "\\n" only (a CR stays part of its line)."""
-    out = []
-    for line in difflib.unified_diff(_LINE.findall(before), _LINE.findall(after),
-                                     f"a/{display}", f"b/{display}"):
-        if line.endswith("\n"):
-            out.append(line)
-        else:
-            out.append(line + "\n\\ No newline at end of file\n")
-    return "".join(out)
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -183,19 +129,40 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     """Findings of `text` (of its fixed text with --fix/--diff) and the fixed text.
 
     A buffer with syntax errors is never rewritten: the fixed text is then the text itself.
+    Without --fix/--diff, the `sync-gpu-ops` hint of each function the rewrite changes carries
+    that function's edits (what --fix would do for it).
     """
     with gc_paused():
         findings, edits, rewritten, syntax_errors = analyze_in_shares(
             text, options.strict, options.buffer_jobs, options.semantics,
             options.thread_launch)
-        fixed = text
-        if (options.fix or options.diff) and not syntax_errors:
+        if syntax_errors:
+            rewritten = set()
+        hints = [f for f in findings if f.code == SYNC_GPU_OPS and (f.start, f.end) in rewritten]
+        fixed, fixes, moved = text, _fixes(hints, edits), None
+        if (options.fix or options.diff) and rewritten:
             fixed, findings = findings_after_fix(text, findings, edits, rewritten)
-        result = FileResult(display, _finding_dicts(fixed, findings))
+            fixes, moved = {}, offset_mover(sort_edits(edits))
+        index = LineIndex(fixed)
+        result = FileResult(display, finding_dicts(index, findings, fixes))
+        result.rewritten = [(f.function, index.line_of(moved(f.start) if moved else f.start) + 1)
+                            for f in hints]
     result.changed = fixed != text
     if options.diff and result.changed:
         result.diff = unified_diff(text, fixed, display)
     return result, fixed
+
+
+def _fixes(hints, edits) -> dict:
+    """(start, end) of each hint -> (its function, its function's edits). The edits of a
+    function lie in its body: after its hint (on its name) and before the next function's."""
+    starts = [h.start for h in hints]  # hints are sorted by offset
+    out = {(h.start, h.end): (h.function, []) for h in hints}
+    for e in sort_edits(edits):
+        i = bisect.bisect_right(starts, e.start) - 1
+        if i >= 0:
+            out[(hints[i].start, hints[i].end)][1].append(e)
+    return out
 
 
 def check_file(path: str, display: str, options: CheckOptions) -> FileResult:
@@ -215,6 +182,7 @@ def check_file(path: str, display: str, options: CheckOptions) -> FileResult:
                 write_atomically(path, fixed.encode("utf-8"))
             except OSError as e:
                 result.error = f"{display}: error: cannot write: {_os_error(e)}"
+                result.rewritten = []
         return result
     except Exception as e:  # any input must end in a message, never a traceback
         return FileResult(display, error=_internal_error(display, e))
@@ -295,134 +263,6 @@ def collect_files(paths: list[str]) -> tuple[list[str], list[str], list[str]]:
     return files, errors, notes
 
 
-# -- reporting --------------------------------------------------------------------------------
-
-def _github_escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _github_escape_property(s: str) -> str:
-    return _github_escape_data(s).replace(":", "%3A").replace(",", "%2C")
-
-
-def _sarif_uri(display: str) -> str:
-    path = display.replace(os.sep, "/")
-    if os.path.isabs(display):
-        return "file://" + urllib.parse.quote(path)
-    return urllib.parse.quote(path)
-
-
-def _sarif_region(start, end) -> dict:
-    return {"startLine": start[0], "startColumn": start[1],
-            "endLine": end[0], "endColumn": end[1]}
-
-
-class Reporter:
-    """Prints results in input order as they arrive; json and sarif print once, at the end."""
-
-    def __init__(self, fmt: str, stream, err, diff_stream):
-        self.fmt = fmt
-        self.out = stream
-        self.err = err
-        self.diff_stream = diff_stream
-        self.json_items: list[dict] = []
-        self.sarif_results: list[dict] = []
-        self.notifications: list[dict] = []
-
-    def error_line(self, line: str) -> None:
-        print(line, file=self.err)
-        if self.fmt == "sarif":
-            self.notifications.append({"level": "error", "message": {"text": line}})
-
-    def add(self, r: FileResult) -> None:
-        if self.fmt == "text":
-            for f in r.findings:
-                label = Severity(f["severity"]).label
-                (line, col) = f["start"]
-                print(f"{r.display}:{line}:{col}: {label}: {f['message']} [{f['code']}]",
-                      file=self.out)
-                for rl, rc, _el, _ec, msg in f["related"]:
-                    print(f"{r.display}:{rl}:{rc}: note: {msg}", file=self.out)
-        elif self.fmt == "github":
-            for f in r.findings:
-                command = GITHUB_COMMAND.get(Severity(f["severity"]))
-                if command is None:
-                    continue
-                props = ",".join(f"{k}={_github_escape_property(str(v))}" for k, v in (
-                    ("file", r.display), ("line", f["start"][0]), ("col", f["start"][1]),
-                    ("endLine", f["end"][0]), ("endColumn", f["end"][1]),
-                    ("title", f"gpu-async {f['code']}")))
-                print(f"::{command} {props}::{_github_escape_data(f['message'])}", file=self.out)
-        elif self.fmt == "json":
-            for f in r.findings:
-                self.json_items.append({
-                    "file": r.display,
-                    "code": f["code"],
-                    "severity": Severity(f["severity"]).label,
-                    "message": f["message"],
-                    "location": {"line": f["start"][0], "column": f["start"][1]},
-                    "end_location": {"line": f["end"][0], "column": f["end"][1]},
-                })
-        else:
-            uri = _sarif_uri(r.display)
-            for f in r.findings:
-                result = {
-                    "ruleId": f["code"],
-                    "ruleIndex": CODES.index(f["code"]),
-                    "level": SARIF_LEVEL[Severity(f["severity"])],
-                    "message": {"text": f["message"]},
-                    "locations": [{"physicalLocation": {
-                        "artifactLocation": {"uri": uri},
-                        "region": _sarif_region(f["start"], f["end"]),
-                    }}],
-                }
-                if f["related"]:
-                    result["relatedLocations"] = [
-                        {"id": i, "message": {"text": msg}, "physicalLocation": {
-                            "artifactLocation": {"uri": uri},
-                            "region": _sarif_region((rl, rc), (el, ec)),
-                        }}
-                        for i, (rl, rc, el, ec, msg) in enumerate(f["related"])
-                    ]
-                self.sarif_results.append(result)
-        if r.diff:
-            self.diff_stream.write(r.diff)
-
-    def finish(self, success: bool) -> None:
-        if self.fmt == "json":
-            json.dump(self.json_items, self.out, indent=2, ensure_ascii=False)
-            print(file=self.out)
-        elif self.fmt == "sarif":
-            json.dump(self.sarif_log(success), self.out, indent=2, ensure_ascii=False)
-            print(file=self.out)
-
-    def sarif_log(self, success: bool) -> dict:
-        rules = [{
-            "id": code,
-            "name": "".join(w.capitalize() for w in code.split("-")),
-            "shortDescription": {"text": RULE_DESCRIPTIONS[code]},
-            "defaultConfiguration": {"level": SARIF_LEVEL[DEFAULT_SEVERITY[code]]},
-        } for code in CODES]
-        invocation = {"executionSuccessful": success}
-        if self.notifications:
-            invocation["toolExecutionNotifications"] = self.notifications
-        return {
-            "$schema": SARIF_SCHEMA,
-            "version": "2.1.0",
-            "runs": [{
-                "tool": {"driver": {
-                    "name": PROG,
-                    "version": __version__,
-                    "informationUri": "https://mlir.llvm.org/docs/Passes/#-gpu-async-region",
-                    "rules": rules,
-                }},
-                "invocations": [invocation],
-                "columnKind": "unicodeCodePoints",
-                "results": self.sarif_results,
-            }],
-        }
-
-
 # -- check ------------------------------------------------------------------------------------
 
 def _warm_up() -> None:
@@ -467,10 +307,18 @@ def run_check(args, stdin, stdout, stderr) -> int:
         print(f"{PROG} check: error: '-' (stdin) cannot be combined with other paths",
               file=stderr)
         return 2
+    if args.statistics and args.output_format not in STATISTICS_FORMATS:
+        print(f"{PROG} check: error: --statistics needs --output-format text or json",
+              file=stderr)
+        return 2
     # When stdout carries text (the diff, or the fixed buffer from stdin), findings go to stderr.
     stdout_carries_text = options.diff or (options.fix and paths == [STDIN])
-    reporter = Reporter(args.output_format, stderr if stdout_carries_text else stdout, stderr,
-                        diff_stream=stdout)
+    findings_stream = stderr if stdout_carries_text else stdout
+    report_options = ReportOptions(
+        output_format=args.output_format, quiet=args.quiet, statistics=args.statistics,
+        show_fixes=args.show_fixes, fix=options.fix, diff=options.diff,
+        color=args.output_format == "text" and use_color(args.color, findings_stream))
+    reporter = Reporter(report_options, findings_stream, stderr, diff_stream=stdout)
     if paths == [STDIN]:
         display = _printable(args.stdin_filename) if args.stdin_filename else STDIN
         try:
@@ -489,13 +337,12 @@ def run_check(args, stdin, stdout, stderr) -> int:
     else:
         results, io_failed = _check_paths(paths, options, args.jobs, reporter, stderr)
 
-    reporter.finish(success=not io_failed)
-    _summary(results, options, stderr)
+    reporter.finish(results, success=not io_failed)
     if io_failed:
         return 2
     errors_left = sum(r.error_count for r in results)
     if errors_left or (options.diff and any(r.changed for r in results)):
-        return 1
+        return 0 if args.exit_zero else 1
     return 0
 
 
@@ -503,14 +350,15 @@ def _check_paths(paths, options, jobs, reporter, stderr) -> tuple[list[FileResul
     """Check the files and directories given; report each result in input order."""
     files, errors, notes = collect_files(paths)
     for line in notes:
-        print(line, file=stderr)
+        reporter.note(line)
     for line in errors:
         reporter.error_line(line)
     io_failed = bool(errors)
     displays = [_display_path(f) for f in files]
     results: list[FileResult] = []
     pending: dict[int, FileResult] = {}
-    show_progress = len(files) >= PROGRESS_MIN_FILES and _isatty(stderr)
+    show_progress = (len(files) >= PROGRESS_MIN_FILES and not reporter.options.quiet
+                     and isatty(stderr))
 
     def on_result(i: int, result: FileResult) -> None:
         nonlocal io_failed
@@ -538,33 +386,6 @@ def _check_paths(paths, options, jobs, reporter, stderr) -> tuple[list[FileResul
     if show_progress:
         stderr.write("\r\x1b[K")
     return results, io_failed
-
-
-def _summary(results: list[FileResult], options: CheckOptions, stderr) -> None:
-    counts = {s: 0 for s in Severity}
-    for r in results:
-        for f in r.findings:
-            counts[Severity(f["severity"])] += 1
-    n = len(results)
-    parts = [f"checked {n} file{'s' if n != 1 else ''}"]
-    found = ", ".join(f"{c} {s.label}{'s' if c != 1 else ''}"
-                      for s, c in counts.items() if c)
-    parts.append(found or "no findings")
-    changed = sum(1 for r in results if r.changed)
-    if changed:
-        verb = "would rewrite" if options.diff else "rewrote"
-        parts.append(f"{verb} {changed} file{'s' if changed != 1 else ''}")
-    unreadable = sum(1 for r in results if r.error)
-    if unreadable:
-        parts.append(f"{unreadable} could not be checked")
-    print("; ".join(parts), file=stderr)
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def _write_bytes(stream, data: bytes) -> None:
@@ -653,7 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "write the whole buffer to stdout, findings to stderr)")
     check.add_argument("--diff", action="store_true",
                        help="print the unified diff --fix would apply (to stdout, findings to "
-                            "stderr) and write nothing; exit 1 if there is a diff")
+                            "stderr) and write nothing, also with --fix (as ruff); exit 1 if "
+                            "there is a diff")
     check.add_argument("--strict", action="store_true",
                        help="report blockers in every func.func, as the pass would fail")
     check.add_argument("--semantics", choices=SEMANTICS, default=ORIGINAL,
@@ -666,6 +488,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                        help="text (default), json, github (workflow commands; hints are "
                             "omitted) or sarif (2.1.0)")
+    check.add_argument("--statistics", action="store_true",
+                       help="instead of the findings, count them per code (text or json)")
+    check.add_argument("--show-fixes", action="store_true",
+                       help="list the functions --fix rewrote (or --diff, or --fix, would "
+                            "rewrite), to stderr")
+    check.add_argument("-q", "--quiet", action="store_true",
+                       help="print findings and errors only: no summary line, notes or "
+                            "progress")
+    check.add_argument("--exit-zero", action="store_true",
+                       help="exit 0 even when errors remain or --diff has a diff (usage and "
+                            "I/O errors still exit 2)")
+    check.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                       help="color text output: auto (the default: on a terminal, unless "
+                            "NO_COLOR is set; FORCE_COLOR forces it), always or never")
     check.add_argument("--stdin-filename", metavar="NAME",
                        help="the name to report for the buffer read from stdin")
     check.add_argument("--jobs", "-j", type=_jobs, default=os.cpu_count() or 1, metavar="N",

@@ -453,14 +453,7 @@ def findings_after_fix(text: str, findings: list[Finding], edits: list[TextEdit]
     if not edits:
         return text, list(findings)
     fixed = apply_edits(text, edits)
-    starts = [e.start for e in edits]
-    shift = [0]
-    for e in edits:
-        shift.append(shift[-1] + len(e.new_text) - (e.end - e.start))
-
-    def moved(offset: int) -> int:
-        return offset + shift[bisect.bisect_right(starts, offset)]
-
+    moved = offset_mover(edits)
     remaining = []
     for f in findings:
         if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
@@ -469,6 +462,20 @@ def findings_after_fix(text: str, findings: list[Finding], edits: list[TextEdit]
             f, start=moved(f.start), end=moved(f.end),
             related=tuple(Related(moved(r.start), moved(r.end), r.message) for r in f.related)))
     return fixed, remaining
+
+
+def offset_mover(edits: list[TextEdit]):
+    """offset in the text -> offset in the text with `edits` (sorted) applied, for offsets
+    outside the edited spans (an insertion at an offset moves what starts there)."""
+    starts = [e.start for e in edits]
+    shift = [0]
+    for e in edits:
+        shift.append(shift[-1] + len(e.new_text) - (e.end - e.start))
+
+    def moved(offset: int) -> int:
+        return offset + shift[bisect.bisect_right(starts, offset)]
+
+    return moved
 
 
 def hint_anchor(func: Op) -> tuple[int, int]:

@@ -198,6 +198,7 @@ def test_vscode_vsix_is_self_contained(tmp_path: Path) -> None:
     ours = {p.relative_to(ROOT / "gpu_async_lsp"): p.read_bytes()
             for p in (ROOT / "gpu_async_lsp").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     ours[Path("grammar/mlir.lark")] = (ROOT / "grammar" / "mlir.lark").read_bytes()  # pyproject.toml
+    ours[Path("docs/codes.md")] = (ROOT / "docs" / "codes.md").read_bytes()
     bundled_root = tmp_path / libs / "gpu_async_lsp"
     bundled = {p.relative_to(bundled_root): p.read_bytes() for p in bundled_root.rglob("*") if p.is_file()}
     assert bundled == ours, "the .vsix bundles another gpu_async_lsp: rebuild it (scripts/install-editor-test-deps)"

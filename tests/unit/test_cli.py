@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_async_lsp import __version__, cli
+from gpu_async_lsp import __version__, cli, report
 from gpu_async_lsp.async_region import fix_text
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY
 from gpu_async_lsp.cli import main
@@ -248,11 +248,27 @@ def test_check_json_output_has_documented_structure(tmp_path, capsys):
     assert items == [
         {"file": str(f), "code": "pre-existing-wait", "severity": "error",
          "message": "'gpu.wait' op unexpected pre-existing gpu.wait",
-         "location": {"line": 3, "column": 3}, "end_location": {"line": 3, "column": 11}},
+         "location": {"line": 3, "column": 3}, "end_location": {"line": 3, "column": 11},
+         "related": [{"message": "'gpu.memcpy' would be made asynchronous",
+                      "location": {"line": 2, "column": 3},
+                      "end_location": {"line": 2, "column": 13}}],
+         "fix_available": False, "fix": None, "url": report.docs_url("pre-existing-wait")},
         {"file": str(s), "code": "sync-gpu-ops", "severity": "hint",
          "message": "1 GPU op in @f runs synchronously",
-         "location": {"line": 1, "column": 11}, "end_location": {"line": 1, "column": 13}},
+         "location": {"line": 1, "column": 11}, "end_location": {"line": 1, "column": 13},
+         "related": [], "fix_available": True,
+         "fix": {"message": "Make GPU ops in @f asynchronous", "edits": [
+             {"content": "%t0 = gpu.wait async\n  ", "location": {"line": 2, "column": 3},
+              "end_location": {"line": 2, "column": 3}},
+             {"content": "%t1 = ", "location": {"line": 2, "column": 3},
+              "end_location": {"line": 2, "column": 3}},
+             {"content": " async [%t0]", "location": {"line": 2, "column": 13},
+              "end_location": {"line": 2, "column": 13}},
+             {"content": "gpu.wait [%t1]\n  ", "location": {"line": 3, "column": 3},
+              "end_location": {"line": 3, "column": 3}}]},
+         "url": report.docs_url("sync-gpu-ops")},
     ]
+    assert items[0]["url"] == (REPO / "docs" / "codes.md").as_uri() + "#pre-existing-wait"
 
 
 def test_check_json_no_findings_is_empty_list(tmp_path, capsys):
@@ -297,8 +313,8 @@ func.func @g(%m: memref<4xf32>) {
 
 
 def test_github_escapes_follow_workflow_command_rules():
-    assert cli._github_escape_data("50% a\r\nb") == "50%25 a%0D%0Ab"
-    assert cli._github_escape_property("a:b,c%d\ne") == "a%3Ab%2Cc%25d%0Ae"
+    assert report._github_escape_data("50% a\r\nb") == "50%25 a%0D%0Ab"
+    assert report._github_escape_property("a:b,c%d\ne") == "a%3Ab%2Cc%25d%0Ae"
 
 
 def test_check_github_escapes_path_properties(tmp_path, capsys):
@@ -383,8 +399,8 @@ def test_check_sarif_clean_run_validates_and_succeeds(tmp_path, capsys):
 
 
 def test_sarif_uri_escapes_spaces_and_keeps_relative_paths():
-    assert cli._sarif_uri("dir/clean file.mlir") == "dir/clean%20file.mlir"
-    assert cli._sarif_uri("/abs/x.mlir") == "file:///abs/x.mlir"
+    assert report._sarif_uri("dir/clean file.mlir") == "dir/clean%20file.mlir"
+    assert report._sarif_uri("/abs/x.mlir") == "file:///abs/x.mlir"
 
 
 # -- --fix -------------------------------------------------------------------------------------
@@ -544,7 +560,7 @@ def test_check_diff_syntax_error_file_has_no_diff(tmp_path, capsys):
 
 
 def test_unified_diff_keeps_cr_inside_lines():
-    diff = cli.unified_diff("a\r\nb\r\n", "a\r\nc\r\n", "f.mlir")
+    diff = report.unified_diff("a\r\nb\r\n", "a\r\nc\r\n", "f.mlir")
     assert "-b\r\n+c\r\n" in diff
 
 

@@ -36,6 +36,20 @@ def test_wheel_built_from_checkout_contains_grammar(wheel):
     assert shipped == (ROOT / "grammar" / "mlir.lark").read_text()
 
 
+def test_wheel_ships_the_codes_page_that_check_links_to(wheel, tmp_path):
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read("gpu_async_lsp/docs/codes.md").decode() == (
+            ROOT / "docs" / "codes.md").read_text()
+        zf.extractall(tmp_path / "site")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from gpu_async_lsp import report;"
+            "print(report.docs_url('syntax'))")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "site")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = (tmp_path / "site" / "gpu_async_lsp" / "docs" / "codes.md").resolve()
+    assert proc.stdout.strip() == page.as_uri() + "#syntax"
+
+
 def test_grammar_found_from_installed_wheel_parses(wheel, tmp_path):
     """Install the wheel's files apart from the checkout and parse with them."""
     site = tmp_path / "site"
@@ -69,7 +83,9 @@ ALLOWED = {
     "parallel": {"async_region", "syntax", "edits"},
     "ide": {"ide", "async_region", "syntax", "edits", "text", "op_tables", "parallel"},
     "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables"},
-    "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables"},
+    "report": {"async_region", "text"},
+    "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables",
+            "report"},
 }
 THIRD_PARTY = {"lark": {"syntax"}, "pygls": {"server", "cli"}, "lsprotocol": {"server", "cli"}}
 
