@@ -187,7 +187,8 @@ RULES: tuple[Rule, ...] = (
                 "the rewrite: it can thread `!gpu.async.token`s through them and insert "
                 "the `gpu.wait`s the host needs. A hint, not a problem: it never fails "
                 "`check`.",
-        example="func.func @f(%m: memref<4xf32>) {\n"
+        example="func.func @f(%m: memref<4xf32>, %x: f32) {\n"
+                "  gpu.memset %m, %x : memref<4xf32>, f32\n"
                 "  gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32>\n"
                 "  return\n"
                 "}\n",

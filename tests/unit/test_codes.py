@@ -1,0 +1,153 @@
+"""The registry of finding codes (`RULES` in async_region/findings.py) and everything said from
+it: docs/codes.md, the README's table, package.json's severity schema, the SARIF rules, the
+hover of a blocker. Each rule's example is real: analysed, it gets exactly its code."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpu_async_lsp import report
+from gpu_async_lsp.async_region import analyze
+from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.cli import CheckOptions, check_text
+from gpu_async_lsp.ide import features
+from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.text import LineIndex
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = {r.code: r for r in F.RULES}
+
+
+def _gen():
+    path = ROOT / "tools" / "gen_codes_doc.py"
+    spec = importlib.util.spec_from_file_location("gen_codes_doc", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_codes_derived_names_come_from_the_registry():
+    assert F.CODES == tuple(r.code for r in F.RULES)
+    assert len(set(F.CODES)) == len(F.CODES)
+    assert F.DEFAULT_SEVERITY == {r.code: r.severity for r in F.RULES}
+    assert F.BLOCKING == {F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC, F.ASYNC_OP_WITH_REGIONS,
+                          F.LAUNCH_NOT_OUTLINED, F.UNSUPPORTED_FORM}
+
+
+def test_codes_docs_page_is_what_the_registry_generates():
+    assert (ROOT / "docs" / "codes.md").read_text(encoding="utf-8") == _gen().render_page(), \
+        "run python tools/gen_codes_doc.py"
+
+
+def test_codes_docs_page_has_one_section_per_code_in_order():
+    page = (ROOT / "docs" / "codes.md").read_text(encoding="utf-8")
+    assert re.findall(r"^## (.+)$", page, re.M) == list(F.CODES)
+
+
+def test_codes_readme_table_is_what_the_registry_generates():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme == _gen().render_readme(readme), "run python tools/gen_codes_doc.py"
+    rows = [line for line in readme.splitlines() if line.startswith("| [`")]
+    assert [re.match(r"\| \[`([a-z-]+)`\]", row).group(1) for row in rows] == list(F.CODES)
+
+
+def test_codes_vscode_severity_schema_lists_exactly_the_registry():
+    manifest = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
+    setting = manifest["contributes"]["configuration"]["properties"]["gpuAsyncLsp.severity"]
+    assert list(setting["properties"]) == list(F.CODES)
+    labels = [s.label for s in F.Severity]
+    for code, schema in setting["properties"].items():
+        assert schema["type"] == "string" and schema["enum"] == labels, code
+        assert RULES[code].summary in schema["markdownDescription"]
+    assert setting["properties"] == _gen().severity_properties(), \
+        "run python tools/gen_codes_doc.py"
+
+
+def test_codes_generator_check_mode_passes_on_this_checkout(monkeypatch, capsys):
+    gen = _gen()
+    monkeypatch.setattr("sys.argv", ["gen_codes_doc.py", "--check"])
+    assert gen.main() == 0
+
+
+def test_codes_every_rule_says_everything():
+    for r in F.RULES:
+        for field in ("message", "summary", "hover", "meaning", "example", "resolve"):
+            assert getattr(r, field).strip(), (r.code, field)
+        assert r.summary.endswith("."), r.code
+        assert r.docs == f"docs/codes.md#{r.code}"
+    hovers = [r.hover for r in F.RULES]
+    assert len(set(hovers)) == len(hovers), "each code has its own hover text"
+
+
+@pytest.mark.parametrize("code", F.CODES)
+def test_codes_example_gets_exactly_its_code_with_the_message_shape(code):
+    rule = RULES[code]
+    found = analyze(rule.example).findings
+    assert {f.code for f in found} == {code}
+    shape = "".join(".+" if part.startswith("<") else re.escape(part)
+                    for part in re.split(r"(<[^>]*>)", rule.message) if part)
+    for f in found:
+        assert re.fullmatch(shape, f.message), (f.message, rule.message)
+        assert f.severity == rule.severity
+
+
+@pytest.mark.parametrize("code", F.CODES)
+def test_codes_fixable_says_whether_check_fix_removes_the_finding(code):
+    rule = RULES[code]
+    before, _ = check_text(rule.example, "x.mlir", CheckOptions())
+    after, _ = check_text(rule.example, "x.mlir", CheckOptions(fix=True))
+    assert all((f["fix"] is not None) == rule.fixable for f in before.findings)
+    assert (code not in {f["code"] for f in after.findings}) == rule.fixable
+
+
+@pytest.mark.parametrize("code", sorted(F.BLOCKING))
+def test_codes_a_blocker_leaves_its_function_as_it_is(code):
+    a = analyze(RULES[code].example)
+    (fn,) = a.functions
+    assert fn.sync_ops or fn.func.regions  # there was work to do
+    assert not fn.rewritable
+    assert a.edits() == []
+
+
+@pytest.mark.parametrize("code", sorted(F.BLOCKING))
+def test_codes_hover_on_a_blocker_says_the_registry_text(code):
+    text = RULES[code].example
+    a = Analyzer().analyze(text, 1)
+    (blocker,) = analyze(text).findings
+    index = LineIndex(text)
+    found = features.hover(a, blocker.start + 1, lambda o: index.line_of(o) + 1)
+    assert found is not None
+    assert RULES[code].hover in found[0]
+
+
+def test_codes_hover_on_a_generic_op_adds_what_is_particular_to_it():
+    text = RULES[F.UNSUPPORTED_FORM].example
+    a = Analyzer().analyze(text, 1)
+    index = LineIndex(text)
+    found = features.hover(a, text.index('"gpu.memcpy"') + 2, lambda o: index.line_of(o) + 1)
+    assert "It is written in generic form: write it in its custom form." in found[0]
+
+
+def test_codes_sarif_rules_come_from_the_registry():
+    rules = report.sarif_rules()
+    assert [r["id"] for r in rules] == list(F.CODES)
+    for entry, rule in zip(rules, F.RULES, strict=True):
+        assert entry["shortDescription"]["text"] == rule.summary
+        assert entry["fullDescription"]["text"] == rule.meaning
+        assert rule.resolve in entry["help"]["text"]
+        assert entry["help"]["markdown"] == report.rule_markdown(rule)
+        assert entry["helpUri"] == report.docs_url(rule.code)
+        assert entry["defaultConfiguration"]["level"] == report.SARIF_LEVEL[rule.severity]
+        assert entry["properties"] == {"blocksRewrite": rule.blocks, "fixable": rule.fixable}
+
+
+def test_codes_docs_url_is_the_anchor_of_the_code_in_the_page():
+    page = ROOT / "docs" / "codes.md"
+    assert report.codes_page() == page
+    for code in F.CODES:
+        assert report.docs_url(code) == f"{page.as_uri()}#{code}"
