@@ -26,8 +26,24 @@ def build_arg_parser(add_help: bool = True) -> argparse.ArgumentParser:
     return p
 
 
+# For a person who started the server in a terminal (an editor gives it a pipe).
+TTY_NOTICE = ("gpu-async-lsp: a language server, waiting for LSP messages on stdin "
+              "(Ctrl-D or Ctrl-C stops it); to check files: gpu-async-lsp check --help")
+
+
+def tty_notice(stdin) -> str | None:
+    """TTY_NOTICE when `stdin` is a terminal, else None."""
+    try:
+        return TTY_NOTICE if stdin.isatty() else None
+    except (AttributeError, ValueError):  # no stdin, or a closed one
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
+    notice = None if args.tcp else tty_notice(sys.stdin)
+    if notice is not None:  # it still serves: an editor may start it with a terminal as stdin
+        print(notice, file=sys.stderr, flush=True)
     handler: logging.Handler = (logging.FileHandler(args.log_file, encoding="utf-8")
                                 if args.log_file else logging.StreamHandler(sys.stderr))
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))

@@ -749,6 +749,115 @@ def test_module_entry_version():
     assert (proc.returncode, proc.stdout.decode().strip()) == (0, f"gpu-async-lsp {__version__}")
 
 
+# -- a bare `gpu-async-lsp` in a terminal ------------------------------------------------------
+
+def test_serve_tty_notice_only_when_stdin_is_a_terminal():
+    from gpu_async_lsp.server import TTY_NOTICE, tty_notice
+
+    assert tty_notice(_Tty()) == TTY_NOTICE
+    assert tty_notice(io.StringIO()) is None
+    assert tty_notice(None) is None
+    closed = io.StringIO()
+    closed.close()
+    assert tty_notice(closed) is None
+    assert "\n" not in TTY_NOTICE
+    for words in ("language server", "stdin", "Ctrl-D", "Ctrl-C", "gpu-async-lsp check --help"):
+        assert words in TTY_NOTICE
+
+
+def _start_on_a_pty(raw: bool):
+    """`python -m gpu_async_lsp` with a pseudo-terminal as stdin and stderr, stdout a pipe;
+    (process, the pty's master end, the first line it wrote to stderr)."""
+    import pty
+    import select
+    import tty
+
+    master, slave = pty.openpty()
+    if raw:  # bytes pass unchanged (LSP headers end in \r\n); still a terminal
+        tty.setraw(slave)
+    proc = subprocess.Popen([sys.executable, "-m", "gpu_async_lsp"], stdin=slave,
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while b"\n" not in seen:
+        ready, _, _ = select.select([master], [], [], 60)
+        assert ready, f"no line on the terminal: {seen!r}"
+        seen += os.read(master, 4096)
+    return proc, master, seen.decode().splitlines()[0]
+
+
+def _rest_of(master: int) -> bytes:
+    """What is left to read on the terminal (after its process exited)."""
+    import select
+
+    seen = b""
+    while select.select([master], [], [], 0)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the other end is closed and nothing is left
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def _lsp_message(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_module_entry_bare_on_a_terminal_says_so_and_still_serves():
+    from gpu_async_lsp.server import TTY_NOTICE
+
+    proc, master, line = _start_on_a_pty(raw=True)
+    try:
+        assert line == TTY_NOTICE
+        os.write(master, _lsp_message({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                       "params": {"processId": None, "rootUri": None,
+                                                  "capabilities": {}}}))
+        header = proc.stdout.readline()
+        assert header.startswith(b"Content-Length: ")
+        while proc.stdout.readline() not in (b"\r\n", b""):
+            pass
+        reply = json.loads(proc.stdout.read(int(header.split(b":")[1])))
+        assert reply["id"] == 1 and "capabilities" in reply["result"]
+        os.write(master, _lsp_message({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        os.write(master, _lsp_message({"jsonrpc": "2.0", "method": "exit"}))
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        os.close(master)
+
+
+@pytest.mark.parametrize("stop, status", [("ctrl-d", 1), ("ctrl-c", 130)])
+def test_module_entry_bare_on_a_terminal_stops_as_the_notice_says(stop, status):
+    import signal
+
+    proc, master, _ = _start_on_a_pty(raw=False)
+    try:
+        if stop == "ctrl-d":
+            os.write(master, b"\x04")  # end of input, in the terminal's canonical mode
+        else:
+            proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
+        assert proc.wait(timeout=60) == status
+        assert proc.stdout.read() == b""
+        assert _rest_of(master).strip() in (b"", b"^C", b"^D")  # no traceback
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        os.close(master)
+
+
+def test_module_entry_serve_on_a_pipe_says_nothing():
+    proc = _command(input=b"")
+    assert proc.returncode == 1  # the client left without `exit`
+    assert proc.stderr == b"" and proc.stdout == b""
+
+
 # -- the bundled examples ----------------------------------------------------------------------
 
 @pytest.mark.mlir_opt
