@@ -66,7 +66,7 @@ def main() -> int:
             src = Path(tmp) / f"host{size}.mlir"
             src.write_text(source)
             ours, theirs, ours_mem, theirs_mem = [], [], [], []
-            for i in range(args.repeat):
+            for _ in range(args.repeat):
                 work = Path(tmp) / f"work{size}.mlir"
                 work.write_text(source)
                 w, m, code = run([*ours_cmd, str(work)])

@@ -81,8 +81,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_server import (CLIENT_CAPABILITIES, LABELS, MLIR_CMD, OURS_CMD,  # noqa: E402
-                          BenchError, LspClient, ours_available)
+from bench_server import (  # noqa: E402
+    CLIENT_CAPABILITIES,
+    LABELS,
+    MLIR_CMD,
+    OURS_CMD,
+    BenchError,
+    LspClient,
+    ours_available,
+)
 from gen_host import KERNELS, function, generate  # noqa: E402
 
 REQUEST_CANCELLED = -32800

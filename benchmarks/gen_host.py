@@ -29,7 +29,7 @@ def function(i: int, rng: random.Random) -> list[str]:
              "    %dev = gpu.alloc (%n) : memref<?xf32>",
              "    gpu.memcpy %dev, %host : memref<?xf32>, memref<?xf32>",
              "    %blocks = arith.ceildivui %n, %c256 : index"]
-    for k in range(rng.randint(1, 4)):
+    for _ in range(rng.randint(1, 4)):
         lines += ["    gpu.launch_func @kernels::@scale",
                   "        blocks in (%blocks, %c1, %c1) threads in (%c256, %c1, %c1)",
                   "        args(%dev : memref<?xf32>, %f : f32)"]

@@ -433,7 +433,7 @@ def run_tree(args, stdin, stdout, stderr) -> int:
 
 # -- serve ------------------------------------------------------------------------------------
 
-def run_serve(argv: list[str], stderr) -> int:
+def run_serve(argv: list[str]) -> int:
     """Hand over to the language server: `gpu_async_lsp.server.main(argv)`."""
     from gpu_async_lsp import server
 
@@ -529,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as e:  # --help, --version, usage errors
             return e.code if isinstance(e.code, int) else int(e.code is not None) * 2
         if args.command == "serve":
-            return run_serve(argv[1:], stderr)
+            return run_serve(argv[1:])
         try:
             if args.command == "check":
                 return run_check(args, stdin, stdout, stderr)

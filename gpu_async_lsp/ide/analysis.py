@@ -31,7 +31,6 @@ from gpu_async_lsp.async_region.rewriter import (
 )
 from gpu_async_lsp.edits import TextEdit, apply_edits
 from gpu_async_lsp.ide.cache import UnitCache
-from gpu_async_lsp.text import positions_of
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT
 from gpu_async_lsp.syntax import Chunk, Document, Op
 from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, Unit, tokenize_lines
@@ -43,6 +42,7 @@ from gpu_async_lsp.syntax.parser import (
     parse_unit_tokens,
     split_document,
 )
+from gpu_async_lsp.text import positions_of
 
 DEVICE_CONTAINERS = ("gpu.module",)
 

@@ -11,8 +11,8 @@ from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
 
 from gpu_async_lsp.async_region.findings import SOURCE, Finding, Severity
-from gpu_async_lsp.ide import features
 from gpu_async_lsp.edits import TextEdit
+from gpu_async_lsp.ide import features
 from gpu_async_lsp.text import UTF8, UTF16, UTF32, LineIndex, Position, placed
 
 _ENCODINGS = {lsp.PositionEncodingKind.Utf8: UTF8, lsp.PositionEncodingKind.Utf16: UTF16,

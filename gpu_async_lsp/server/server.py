@@ -34,7 +34,7 @@ from gpu_async_lsp.ide.analysis import Analyzer, changed_span
 from gpu_async_lsp.ide.cache import UnitCache
 from gpu_async_lsp.server import convert, responses
 from gpu_async_lsp.server.capabilities import ClientFeatures
-from gpu_async_lsp.server.documents import Documents, DocState
+from gpu_async_lsp.server.documents import DocState, Documents
 from gpu_async_lsp.server.heap import Heap, freeze_if_big
 from gpu_async_lsp.server.protocol import Protocol, Utf8Reader
 from gpu_async_lsp.server.settings import Settings, parse_settings

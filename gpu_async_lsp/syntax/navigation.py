@@ -143,12 +143,12 @@ def _header_occurrence(op: Op, name: str) -> ValueRef | None:
     return None
 
 
-def _memoized(memo: dict | None, key, compute):
-    """compute(), or what it gave for `key` before when `memo` is a dict."""
+def _memoized(memo: dict | None, key, compute, *args):
+    """compute(*args), or what it gave for `key` before when `memo` is a dict."""
     if memo is None:
-        return compute()
+        return compute(*args)
     if key not in memo:
-        memo[key] = compute()
+        memo[key] = compute(*args)
     return memo[key]
 
 
@@ -162,15 +162,14 @@ def value_definition(ops: list[Op], name: str, offset: int,
     header = None
     for op, region in reversed(chain):
         if region is not None:
-            found = _memoized(memo, ("region", id(region), name),
-                              lambda: _defined_in(region, name))
+            found = _memoized(memo, ("region", id(region), name), _defined_in, region, name)
             if found is not None:
                 return found
-            occurrence = _memoized(memo, ("header", id(op), name),
-                                   lambda: _header_occurrence(op, name))
+            occurrence = _memoized(memo, ("header", id(op), name), _header_occurrence, op,
+                                   name)
             if occurrence is not None:
                 header = occurrence
-    top = _memoized(memo, ("top", name), lambda: _top_level_result(ops, name))
+    top = _memoized(memo, ("top", name), _top_level_result, ops, name)
     if top is not None:
         return top
     if header is not None:
@@ -195,9 +194,9 @@ def block_definition(ops: list[Op], name: str, offset: int,
                      memo: dict | None = None) -> ValueRef | None:
     """The block labelled `name` in the region that holds `offset` (`memo` as for
     `value_definition`)."""
-    for op, region in reversed(chain_at(ops, offset)):
+    for _, region in reversed(chain_at(ops, offset)):
         if region is not None:
-            return _memoized(memo, ("label", id(region), name), lambda: _label_in(region, name))
+            return _memoized(memo, ("label", id(region), name), _label_in, region, name)
     return None
 
 

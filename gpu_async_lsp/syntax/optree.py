@@ -151,7 +151,7 @@ def _locate(our: Tree, ref: Tree, path: str) -> str:
             for bi, (oops, rops) in enumerate(zip(oblocks, rblocks)):
                 if oops == rops:
                     continue
-                for k, (o, r) in enumerate(zip(oops, rops)):
+                for o, r in zip(oops, rops):
                     if o != r:
                         our, ref = o, r
                         path = f"{path} / "

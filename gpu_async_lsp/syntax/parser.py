@@ -108,7 +108,7 @@ def _end(x) -> int:
     return 0
 
 
-def _value(t: Token | RawToken, text: str | None = None) -> ValueRef:
+def _value(t: Token | RawToken) -> ValueRef:
     s = t.text if isinstance(t, RawToken) else str(t)
     start = t.start if isinstance(t, RawToken) else t.start_pos
     end = t.end if isinstance(t, RawToken) else t.end_pos

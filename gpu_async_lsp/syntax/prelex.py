@@ -509,7 +509,7 @@ def _results(text: str | None, start: int, end: int, raw: list | None = None) ->
                 v.end = m.end()
             values.append(v)
     else:
-        for k, r in enumerate(raw):
+        for r in raw:
             if r.kind == "value":
                 values.append(ValueRef(r.text, r.start, r.end))
             elif r.kind == "number":

@@ -22,6 +22,7 @@ from tests.corpora import CORPORA, chunk_id, manifest, parses, require_corpus
 from tests.mlir_tools import mlir_opt, require_mlir_opt
 from tools.corpus_check import llvm_chunks
 
+
 def _flags(entry) -> list[str]:
     return ["-allow-unregistered-dialect"] if entry["allow_unregistered"] else []
 

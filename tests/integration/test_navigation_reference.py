@@ -43,10 +43,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_server import LspClient
 from gpu_async_lsp.ide import features
 from gpu_async_lsp.ide.analysis import Analyzer
 from gpu_async_lsp.syntax.lexer import split_chunks
-from benchmarks.bench_server import LspClient
 from tests.mlir_tools import mlir_opt, require_tool
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"

@@ -240,7 +240,7 @@ def soup(draw) -> str:
 @given(soup())
 def test_check_fix_token_soup_keeps_invariants(text):
     data = text.encode()
-    code, out, err = call_main(["check", "--fix", "-"], data)
+    _, out, err = call_main(["check", "--fix", "-"], data)
     syntax = "[syntax]" in err
     assert_fix_invariants(data, out, syntax)
     if out != data:
@@ -254,16 +254,16 @@ def test_check_gpu_op_after_another_op_on_its_line_is_seen():
     text = ("func.func @f(%m: memref<4xf32>) {\n"
             "  %c = arith.constant 0 : index  gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32>\n"
             "  return\n}\n")
-    code, out, err = call_main(["check", "-"], text.encode())
+    _, out, _ = call_main(["check", "-"], text.encode())
     assert "1 GPU op in @f runs synchronously" in out.decode()
-    tree_code, tree_out, _ = call_main(["tree", "-"], text.encode())
+    _, tree_out, _ = call_main(["tree", "-"], text.encode())
     assert tree_out.decode().split() == ["func.func", "arith.constant", "gpu.memcpy", "func.return"]
 
 
 def test_check_terminator_after_op_on_its_line_parses():
     text = ("func.func @f(%m: memref<4xf32>) {\n"
             "  gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32> return }\n")
-    code, out, err = call_main(["check", "-"], text.encode())
+    _, out, _ = call_main(["check", "-"], text.encode())
     assert "[syntax]" not in out.decode()
 
 
@@ -344,7 +344,7 @@ def test_check_10000_nested_regions_is_analyzed_and_fixed(tmp_path):
 def test_check_500_nested_regions_is_analyzed(tmp_path):
     f = tmp_path / "nested.mlir"
     f.write_text(_nested(500))
-    code, out, err = command("check", "--fix", str(f))
+    code, _, err = command("check", "--fix", str(f))
     assert code == 0, err
     assert_only_gpu_changes(_nested(500), f.read_text())
 

@@ -164,7 +164,7 @@ def test_check_missing_path_reports_error_exit_2(tmp_path, capsys):
 
 def test_check_invalid_utf8_reports_byte_and_offset_exit_2(tmp_path, capsys):
     f = write(tmp_path / "bad.mlir", b"// ok\n\xff\xfe gpu.wait\n")
-    code, out, err = run(["check", "--fix", str(f)], capsys)
+    code, _, err = run(["check", "--fix", str(f)], capsys)
     assert code == 2
     assert f"{f}: error: not valid UTF-8 (byte 0xff at offset 6)" in err
     assert f.read_bytes() == b"// ok\n\xff\xfe gpu.wait\n"

@@ -21,7 +21,7 @@ def decoded(text: str, encoding: str) -> list[tuple[str, str]]:
     data = [int(x) for x in semantic.document_data(analysis, index, encoding).split(",")]
     out, line, col = [], 0, 0
     for i in range(0, len(data), 5):
-        dl, dc, length, kind, mods = data[i:i + 5]
+        dl, dc, length, kind, _ = data[i:i + 5]
         line, col = line + dl, (dc if dl else col + dc)
         start = index.offset(Position(line, col), encoding)
         end = index.offset(Position(line, col + length), encoding)
