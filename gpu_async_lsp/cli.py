@@ -491,8 +491,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--statistics", action="store_true",
                        help="instead of the findings, count them per code (text or json)")
     check.add_argument("--show-fixes", action="store_true",
-                       help="list the functions --fix rewrote (or --diff, or --fix, would "
-                            "rewrite), to stderr")
+                       help="list on stderr the functions --fix rewrote (with --diff, or "
+                            "without --fix: would rewrite)")
     check.add_argument("-q", "--quiet", action="store_true",
                        help="print findings and errors only: no summary line, notes or "
                             "progress")
