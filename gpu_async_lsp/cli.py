@@ -154,14 +154,14 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
 
 
 def _fixes(hints, edits) -> dict:
-    """(start, end) of each hint -> (its function, its function's edits). The edits of a
-    function lie in its body: after its hint (on its name) and before the next function's."""
+    """Each hint -> (its function, its function's edits). The edits of a function lie in its
+    body: after its hint (on its name) and before the next function's."""
     starts = [h.start for h in hints]  # hints are sorted by offset
-    out = {(h.start, h.end): (h.function, []) for h in hints}
+    out = {h: (h.function, []) for h in hints}
     for e in sort_edits(edits):
         i = bisect.bisect_right(starts, e.start) - 1
         if i >= 0:
-            out[(hints[i].start, hints[i].end)][1].append(e)
+            out[hints[i]][1].append(e)
     return out
 
 

@@ -82,8 +82,8 @@ def fix_title(function: str) -> str:
 
 
 def finding_dicts(index: LineIndex, findings, fixes: dict | None = None) -> list[dict]:
-    """The findings as FileResult stores them; `fixes`: (start, end) of a finding -> (its
-    function, the edits --fix would make for it), offsets in `index`'s text."""
+    """The findings as FileResult stores them; `fixes`: a finding -> (its function, the edits
+    --fix would make for it), offsets in `index`'s text."""
     out = []
     fixes = fixes or {}
     for f in findings:
@@ -92,7 +92,7 @@ def finding_dicts(index: LineIndex, findings, fixes: dict | None = None) -> list
             line, col = index.line_col_1based(r.start)
             end_line, end_col = index.line_col_1based(r.end)
             related.append((line, col, end_line, end_col, r.message))
-        fix = fixes.get((f.start, f.end))
+        fix = fixes.get(f)
         if fix is not None:
             function, edits = fix
             fix = (fix_title(function),
