@@ -33,6 +33,7 @@ import urllib.parse
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.rewriter import ORIGINAL, SEMANTICS, findings_after_fix
+from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.parallel import analyze_in_shares
 from gpu_async_lsp.server import build_arg_parser as build_serve_parser
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
@@ -63,6 +64,7 @@ RULE_DESCRIPTIONS = {
     "unsupported-form": "An op the rewrite cannot edit in place (e.g. generic form).",
     "syntax": "The MLIR text does not parse.",
     "sync-gpu-ops": "GPU ops in this function run synchronously; the rewrite can make them async.",
+    "invalid-suppression": "A gpu-async-lsp: ignore comment names an unknown code or is malformed.",
 }
 
 
@@ -188,6 +190,8 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         findings, edits, rewritten, syntax_errors = analyze_in_shares(
             text, options.strict, options.buffer_jobs, options.semantics,
             options.thread_launch)
+        # Comments hide findings of the text as written; --fix only moves what is left.
+        findings = suppress(text, findings)
         fixed = text
         if (options.fix or options.diff) and not syntax_errors:
             fixed, findings = findings_after_fix(text, findings, edits, rewritten)

@@ -10,8 +10,10 @@ that start on the next line. A finding starts at its op's name (for `sync-gpu-op
 function's `@name`), so a comment at the end of an op's first line, or on the line just above
 it, hides that op's findings. `ignore` hides every code, `ignore[a, b]` the codes listed
 (blanks around them and a trailing comma are allowed). Text after the directive is free (a
-reason). The directive follows a `//` that starts a comment, blanks between; a `//` inside a
-"..." string is not one, nor is the phrase in the middle of a comment's prose. Lines end at
+reason). The directive starts its comment (`//`, blanks, `gpu-async-lsp:`): a `//` inside a
+"..." string starts no comment, and the phrase later in a comment is prose (a comment that
+writes about the directive hides nothing; the server's quick fix never appends a directive to
+another comment but puts it alone on the line above). Lines end at
 "\\n" as the lexer reads comments; the "\\r" of a CRLF line is not part of the line's text.
 
 `syntax` findings are never hidden (as in ruff: a file that does not parse is always said to),
@@ -113,7 +115,7 @@ def _comment_start(text: str, start: int, end: int) -> int | None:
 def _in_comment(text: str, comment: int | None, end: int, own_line: bool) -> Directive | None:
     if comment is None:
         return None
-    d = _DIRECTIVE.search(text, comment, end)
+    d = _DIRECTIVE.match(text, comment, end)
     return None if d is None else _parse(text, d.start(), d.end(), end, own_line)
 
 
