@@ -113,7 +113,8 @@ def test_suppression_unknown_code_warns_and_still_hides_the_known_ones():
 
 
 def test_suppression_syntax_findings_are_never_hidden():
-    text = body("gpu.wait ) // gpu-async-lsp: ignore", "gpu.wait } // gpu-async-lsp: ignore[syntax]")
+    text = body("gpu.wait ) // gpu-async-lsp: ignore",
+                "gpu.wait } // gpu-async-lsp: ignore[syntax]")
     codes = [f.code for f in suppress(text, analyze(text).findings)]
     assert F.SYNTAX in codes
     assert F.INVALID_SUPPRESSION in codes  # `syntax` listed: it cannot be suppressed
