@@ -39,6 +39,7 @@ from gpu_async_lsp.async_region.rewriter import (
     findings_after_fix,
     offset_mover,
 )
+from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.edits import sort_edits
 from gpu_async_lsp.parallel import analyze_in_shares
 from gpu_async_lsp.report import (
@@ -136,6 +137,8 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         findings, edits, rewritten, syntax_errors = analyze_in_shares(
             text, options.strict, options.buffer_jobs, options.semantics,
             options.thread_launch)
+        # Comments hide findings of the text as written; --fix only moves what is left.
+        findings = suppress(text, findings)
         if syntax_errors:
             rewritten = set()
         hints = [f for f in findings if f.code == SYNC_GPU_OPS and (f.start, f.end) in rewritten]

@@ -33,6 +33,9 @@ LAUNCH_NOT_OUTLINED = "launch-not-outlined"
 UNSUPPORTED_FORM = "unsupported-form"
 SYNTAX = "syntax"
 SYNC_GPU_OPS = "sync-gpu-ops"
+# A `// gpu-async-lsp: ignore[...]` comment that names an unknown code or is malformed
+# (async_region/suppression.py).
+INVALID_SUPPRESSION = "invalid-suppression"
 
 # The docs page of the codes, relative to the repository root (and to the installed package,
 # which ships it); one section per code, its anchor the code itself.
@@ -195,6 +198,24 @@ RULES: tuple[Rule, ...] = (
         resolve="`check --fix` rewrites the function (`check --diff` shows the change "
                 "first); in the editor, its code lens or the quick fix `Make GPU ops in @f "
                 "asynchronous`."),
+    Rule(
+        INVALID_SUPPRESSION, Severity.WARNING, blocks=False, fixable=False,
+        message="unknown finding code '<code>' in a suppression comment (known: <codes>)",
+        summary="A gpu-async-lsp: ignore comment names an unknown code or is malformed.",
+        hover="A suppression comment that names an unknown code or is malformed.",
+        meaning="A `// gpu-async-lsp: ignore[...]` comment (see \"Suppression comments\" in "
+                "the README) lists a code that does not exist, lists `syntax` or "
+                "`invalid-suppression` (which cannot be hidden), lists no code (`ignore[]`), "
+                "or is neither `ignore` nor `ignore[...]`. The comment still hides the valid "
+                "codes it lists. A warning, not an error: a mistyped code does not fail a "
+                "run that passed, and the finding it meant to hide is seen again.",
+        example="func.func @f(%m: memref<4xf32>) {\n"
+                "  // gpu-async-lsp: ignore[pre-existing-wiat]\n"
+                "  gpu.wait\n"
+                "  return\n"
+                "}\n",
+        resolve="Correct the code (the codes are the sections of this page), or write "
+                "`// gpu-async-lsp: ignore` to hide every finding of the op."),
 )
 RULE = {r.code: r for r in RULES}
 CODES = tuple(RULE)

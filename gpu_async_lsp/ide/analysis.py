@@ -20,7 +20,7 @@ import weakref
 from dataclasses import dataclass
 
 from gpu_async_lsp import parallel
-from gpu_async_lsp.async_region import Finding, Related, analyze
+from gpu_async_lsp.async_region import Finding, Related, analyze, suppression
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.rewriter import (
     LLVM22,
@@ -265,6 +265,8 @@ class PlacedUnit:
     result: UnitResult
     dialect: str | None  # the default dialect around it
     device: bool  # inside a gpu.module
+    # What suppression comments outside the unit hide on its first and last line.
+    outside: tuple = suppression.NO_CONTEXT
 
     @property
     def end(self) -> int:
@@ -434,30 +436,33 @@ class Analyzer:
         containers: list[Container] = []
         chunks = []
         errors = False
+        marked = suppression.MARKER in text  # any suppression comment at all
         for start, end, units in split_document(text):
             chunks.append((start, end))
             errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed,
-                                  containers)
+                                  containers, marked)
         # The leaf units whose results were not cached: analysed now, all at once, each
         # distinct one once (a text may hold the same unit many times).
         missing: dict[tuple, list[int]] = {}
         for i, p in enumerate(placed):
             if isinstance(p.result, str):
-                missing.setdefault((p.result, p.dialect, p.device), []).append(i)
+                missing.setdefault((p.result, p.dialect, p.device, p.outside), []).append(i)
         if missing:
             results = self._analyze_units(list(missing))
             for (key, where), result in zip(missing.items(), results):
                 self.cache.put((*key, self._options), result)
                 for i in where:
                     p = placed[i]
-                    placed[i] = PlacedUnit(p.base, result, p.dialect, p.device)
+                    placed[i] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
                 errors |= result.syntax_error
+        if marked:
+            headers.extend(_problems_outside_units(text, placed))
         return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
                                 containers, chunks, semantics=self.semantics,
                                 options=self._options)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
-               findings: list, placed: list, containers: list) -> bool:
+               findings: list, placed: list, containers: list, marked: bool) -> bool:
         errors = False
         for unit in units:
             if unit.region is not None:
@@ -475,27 +480,32 @@ class Analyzer:
                 inner = DEFAULT_DIALECT.get(name) if op is not None else dialect
                 errors |= self._units(text, unit.children, inner,
                                       device or name in DEVICE_CONTAINERS, findings, placed,
-                                      containers)
+                                      containers, marked)
                 continue
             source = text[unit.start:unit.end]
-            cached = self.cache.get((source, dialect, device, self._options))
+            outside = (suppression.outside(text, unit.start, unit.end) if marked
+                       else suppression.NO_CONTEXT)
+            cached = self.cache.get((source, dialect, device, outside, self._options))
             if cached is None:  # analysed with the others missing (_analyze): its text for now
-                placed.append(PlacedUnit(unit.start, source, dialect, device))
+                placed.append(PlacedUnit(unit.start, source, dialect, device, outside))
                 continue
-            placed.append(PlacedUnit(unit.start, cached, dialect, device))
+            placed.append(PlacedUnit(unit.start, cached, dialect, device, outside))
             errors |= cached.syntax_error
         return errors
 
-    def _analyze_units(self, units: list[tuple[str, str | None, bool]]) -> list[UnitResult]:
-        """Results of leaf units (text, dialect, device), in order. A big batch (a first open)
-        is shared with a forked process, whose results come back without their IR."""
+    def _analyze_units(self, units: list[tuple]) -> list[UnitResult]:
+        """Results of leaf units (text, dialect, device, outside), in order. A big batch (a
+        first open) is shared with a forked process, whose results come back without their
+        IR."""
         options = (self.strict, self.semantics, self.thread_launch)
         share = shared_results(units, options) if self.share_big_batches else None
         if share is None:
-            return [analyze_unit(source, d, dev, *options) for source, d, dev in units]
+            return [analyze_unit(source, d, dev, *options, around)
+                    for source, d, dev, around in units]
         split, theirs, cancel = share
         try:
-            ours = [analyze_unit(source, d, dev, *options) for source, d, dev in units[:split]]
+            ours = [analyze_unit(source, d, dev, *options, around)
+                    for source, d, dev, around in units[:split]]
         except BaseException:
             cancel()
             raise
@@ -529,9 +539,11 @@ class Analyzer:
         delta = new_end - old_end
         new_source = text[unit.base:unit.end + delta]
         placed = previous.units[:k]
-        placed.append(PlacedUnit(unit.base, self._unit(new_source, unit.dialect, unit.device),
-                                 unit.dialect, unit.device))
-        placed.extend(PlacedUnit(u.base + delta, u.result, u.dialect, u.device)
+        # The lines around the unit are as they were: so is what comments there hide in it.
+        placed.append(PlacedUnit(unit.base, self._unit(new_source, unit.dialect, unit.device,
+                                                       unit.outside),
+                                 unit.dialect, unit.device, unit.outside))
+        placed.extend(PlacedUnit(u.base + delta, u.result, u.dialect, u.device, u.outside)
                       for u in previous.units[k + 1:])
         headers = [_shift_finding(f, delta) if f.start >= old_end else f
                    for f in previous.header_findings]
@@ -555,13 +567,14 @@ class Analyzer:
                     result.memo[("carried", key)] = (value, edited | {k})
         return result
 
-    def _unit(self, source: str, dialect: str | None, device: bool) -> UnitResult:
-        key = (source, dialect, device, self._options)
+    def _unit(self, source: str, dialect: str | None, device: bool,
+              outside: tuple) -> UnitResult:
+        key = (source, dialect, device, outside, self._options)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
         result = analyze_unit(source, dialect, device, self.strict, self.semantics,
-                              self.thread_launch)
+                              self.thread_launch, outside)
         self.cache.put(key, result)
         return result
 
@@ -601,8 +614,11 @@ def changed_span(old: str, new: str) -> tuple[int, int, int]:
 
 
 def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
-                 semantics: str = ORIGINAL, thread_launch: bool = False) -> UnitResult:
-    """Findings and functions of one leaf unit, given as its own text (offsets relative)."""
+                 semantics: str = ORIGINAL, thread_launch: bool = False,
+                 outside: tuple = suppression.NO_CONTEXT) -> UnitResult:
+    """Findings and functions of one leaf unit, given as its own text (offsets relative).
+    Its findings are those that suppression comments leave: its own, and `outside` it
+    (`suppression.outside`: a unit's result is a function of its text and of that)."""
     items, issue = parse_unit_tokens(source, tokenize_lines(source, 0, len(source), OP_WORDS),
                                      dialect, len(source))
     ops = tuple(x for x in items if isinstance(x, Op))
@@ -613,17 +629,18 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
                        thread_launch=thread_launch)
     functions = tuple(_function_info(source, fn, hint_anchor(fn.func))
                       for fn in analysis.functions)
-    return UnitResult(source, tuple(analysis.findings), functions, issue is not None, ops,
+    findings = tuple(suppression.suppress(source, analysis.findings, outside))
+    return UnitResult(source, findings, functions, issue is not None, ops,
                       tuple(analysis.functions))
 
 
-def shared_results(units: list[tuple[str, str | None, bool]], options: tuple):
+def shared_results(units: list[tuple], options: tuple):
     """Start analysing the second part of a big batch of leaf units in a forked process:
     (where that part starts, a function that returns its results, one that stops the process
     instead), or None when the batch is
     too small to be worth a process (or fork is not available). The results have no IR
     (`UnitResult.ops` rebuilds it on first use), so that little crosses the pipe."""
-    sizes = [len(source) for source, _, _ in units]
+    sizes = [len(unit[0]) for unit in units]
     total = sum(sizes)
     if total < parallel.MIN_PARALLEL_CHARS or not parallel.can_fork(threaded=True):
         return None
@@ -640,10 +657,11 @@ def shared_results(units: list[tuple[str, str | None, bool]], options: tuple):
         try:
             light = receive()
         except RuntimeError:  # the process died (out of memory, killed): do it here
-            return [analyze_unit(source, d, dev, *options) for source, d, dev in rest]
+            return [analyze_unit(source, d, dev, *options, around)
+                    for source, d, dev, around in rest]
         out = []
-        for (source, d, dev), (findings, functions, error) in zip(rest, light):
-            result = UnitResult(source, findings, (), error, rebuild=(d, dev, *options))
+        for (source, d, dev, around), (findings, functions, error) in zip(rest, light):
+            result = UnitResult(source, findings, (), error, rebuild=(d, dev, *options, around))
             result.functions = tuple(dataclasses.replace(fn, plan=_Deferred(result, i))
                                      for i, fn in enumerate(functions))
             out.append(result)
@@ -652,12 +670,24 @@ def shared_results(units: list[tuple[str, str | None, bool]], options: tuple):
     return half, theirs, receive.cancel
 
 
-def _light_results(units: list[tuple[str, str | None, bool]], options: tuple) -> list:
+def _light_results(units: list[tuple], options: tuple) -> list:
     """In the forked process: findings, functions and syntax errors of each unit, no IR."""
     out = []
-    for source, dialect, device in units:
-        r = analyze_unit(source, dialect, device, *options)
+    for source, dialect, device, outside in units:
+        r = analyze_unit(source, dialect, device, *options, outside)
         out.append((r.findings, r.functions, r.syntax_error))
+    return out
+
+
+def _problems_outside_units(text: str, placed: list[PlacedUnit]) -> list[Finding]:
+    """The warnings of invalid suppression comments that lie in no leaf unit (between units,
+    on a container's lines): a unit reports those in its own text."""
+    bases = [p.base for p in placed]
+    out = []
+    for d in suppression.directives(text):
+        i = bisect.bisect_right(bases, d.start) - 1
+        if i < 0 or d.start >= placed[i].end:
+            out.extend(d.problems)
     return out
 
 

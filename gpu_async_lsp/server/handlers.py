@@ -78,7 +78,8 @@ async def code_action_resolve(ls: GpuAsyncServer, params: lsp.CodeAction):
     resolved = await ls.off_loop(
         lambda check: responses.resolve_code_action(state, ls.client, ls.encoding, action))
     if resolved is None:
-        raise JsonRpcException("the function of this action is no longer rewritable",
+        raise JsonRpcException("this action no longer applies (its function is not rewritable, "
+                               "or its finding is gone): ask for code actions again",
                                CONTENT_MODIFIED)
     return convert.CONVERTER.structure(resolved, lsp.CodeAction)
 

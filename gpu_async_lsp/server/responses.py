@@ -14,7 +14,9 @@ from collections.abc import Callable
 
 from lsprotocol import types as lsp
 
+from gpu_async_lsp.async_region import suppression
 from gpu_async_lsp.async_region.findings import SOURCE, SYNC_GPU_OPS, Severity
+from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.ide import features, semantic
 from gpu_async_lsp.ide.analysis import (
     LAUNCH_VARIANT,
@@ -36,6 +38,10 @@ CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRew
 MAKE_ASYNC_COMMAND = "gpu-async.makeAsynchronous"
 SHOW_BLOCKER_COMMAND = "gpu-async.showBlocker"
 FIX_ALL_TITLE = "Make all GPU ops in this file asynchronous"
+IGNORE_TITLE = "Ignore {code} here (// gpu-async-lsp: ignore[{code}])"
+# The findings a suppression comment is offered for: not the hint of a function (the rewrite
+# is its fix), nor what cannot be hidden (syntax errors).
+IGNORABLE = suppression.SUPPRESSIBLE - {SYNC_GPU_OPS}
 
 Check = Callable[[], None]
 
@@ -141,11 +147,13 @@ def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
     its `sync-gpu-ops` hint when that is in the context, else a refactor; a client that asks
     for only one kind gets that kind); for a blocked function, the other rewrites that get past
     its blockers (LLVM 22's through waits and async ops, or with gpu.launch threaded) as the
-    quick fixes of those findings; the file-wide fix.
+    quick fixes of those findings; the file-wide fix; last, per finding in the context that
+    a comment can hide, the quick fix that adds `// gpu-async-lsp: ignore[code]` on its line.
 
     A client that resolves `edit` gets each action without its edit and with `data` naming it
-    ({uri, version, start of the function or null for the file, variant});
-    codeAction/resolve fills the edit in (`resolve_code_action`)."""
+    ({uri, version, start of the function or null for the file, variant}, or {uri, version,
+    ignore: code, at: offset} for a comment); codeAction/resolve fills the edit in
+    (`resolve_code_action`)."""
     a = state.analysis
     index = state.line_index()
     only = params.context.only
@@ -224,18 +232,69 @@ def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
     if wanted(FIX_ALL_KIND) and a.any_rewritable:
         check()
         actions.append(action(FIX_ALL_TITLE, FIX_ALL_KIND, None))
+    if wanted(lsp.CodeActionKind.QuickFix):
+        actions.extend(_ignore_actions(state, caps, encoding, params.context.diagnostics or []))
     return "[" + ",".join(actions) + "]"
+
+
+def _ignore_actions(state: DocState, caps: ClientFeatures, encoding: str,
+                    diagnostics: list) -> list[str]:
+    """Per current finding among `diagnostics` that a comment can hide, the quick fix that
+    adds one on its line (one per edit: two findings of a code on one line share it)."""
+    a = state.analysis
+    index = state.line_index()
+    out = []
+    seen = set()
+    for d in diagnostics:
+        if d.source != SOURCE or d.code not in IGNORABLE:
+            continue
+        at = convert.offset_of(index, d.range.start, encoding)
+        edit = ignore_edit(a, at, d.code)
+        if edit is None or (edit.start, edit.new_text) in seen:
+            continue
+        seen.add((edit.start, edit.new_text))
+        item = {"title": IGNORE_TITLE.format(code=d.code), "kind": lsp.CodeActionKind.QuickFix,
+                "diagnostics": [convert.CONVERTER.unstructure(d)]}
+        if caps.code_action_resolve_edit:
+            item["data"] = {"uri": state.uri, "version": a.version, "ignore": d.code, "at": at}
+        else:
+            item["edit"] = _ignore_workspace_edit(state, edit, encoding, caps.document_changes)
+        out.append(json.dumps(item, ensure_ascii=False))
+    return out
+
+
+def ignore_edit(a: DocumentAnalysis, at: int, code: str) -> TextEdit | None:
+    """The edit that hides the finding of `code` starting at `at`, or None when the analysis
+    has no such finding (the client's diagnostic is stale) or a comment hides it already."""
+    unit = a.unit_at(at)
+    if unit is None or not any(f.code == code and f.start + unit.base == at
+                               for f in unit.result.findings):
+        return None
+    return suppression.suppression_edit(a.text, at, code)
+
+
+def _ignore_workspace_edit(state: DocState, edit: TextEdit, encoding: str,
+                           document_changes: bool) -> dict:
+    return convert.workspace_edit_json(
+        state.uri, state.analysis.version,
+        convert.text_edits_json(state.line_index(), [edit], encoding), document_changes)
 
 
 def resolve_code_action(state: DocState, caps: ClientFeatures, encoding: str,
                         action: dict) -> dict | None:
     """`action` (as the client sent it back) with its edit, or None when the function it
-    names is not in the current version (the document changed since)."""
+    names, or the finding it hides, is not in the current version (the document changed
+    since)."""
     data = action.get("data")
     function = data.get("function")
     variant = data.get("variant")
     a = state.analysis
-    if function is None:
+    ignore, at = data.get("ignore"), data.get("at")
+    if isinstance(ignore, str) and isinstance(at, int) and not isinstance(at, bool):
+        edit = ignore_edit(a, at, ignore)
+        if edit is not None:
+            edit = _ignore_workspace_edit(state, edit, encoding, caps.document_changes)
+    elif function is None:
         edit = file_edit(state, encoding, caps.document_changes) if a.any_rewritable else None
     else:
         fn = next((f for f in a.functions_between(function, function) if f.start == function

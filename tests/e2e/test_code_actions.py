@@ -29,6 +29,15 @@ def llvm22_title(fn: str) -> str:
     return f"{title(fn)}, threading through the existing gpu.wait (as LLVM 22 does)"
 
 
+def ignore_title(code: str) -> str:
+    return f"Ignore {code} here (// gpu-async-lsp: ignore[{code}])"
+
+
+def rewrites(actions: list[types.CodeAction]) -> list[types.CodeAction]:
+    """The actions that rewrite (not those adding a suppression comment)."""
+    return [a for a in actions if not a.title.startswith("Ignore ")]
+
+
 DOC = """\
 func.func @f(%n: index, %x: f32) {
   %a = gpu.alloc (%n) : memref<?xf32>
@@ -73,7 +82,8 @@ def one(actions, title_: str, kind: str) -> types.CodeAction:
 
 async def test_code_actions_whole_document_lists_rewrite_quickfix_and_fix_all(server, uri):
     """One action per function and intent: the quick fix of its hint (not also a refactor
-    with the same edit); the wait blocker's quick fix is LLVM 22's rewrite."""
+    with the same edit); the wait blocker's quick fix is LLVM 22's rewrite, and, last, one
+    that hides it with a comment."""
     diagnostics = await server.open_and_wait(uri, DOC)
     actions = await server.code_actions(uri)
     expected = [
@@ -81,8 +91,10 @@ async def test_code_actions_whole_document_lists_rewrite_quickfix_and_fix_all(se
         (title("@f"), "quickfix", None),
         (title("@g"), "quickfix", None),
         (llvm22_title("@blocked"), "quickfix", None),
+        (ignore_title("pre-existing-wait"), "quickfix", None),
     ]
     assert summary(actions) == sorted(expected)
+    assert actions[-1].title == ignore_title("pre-existing-wait")
     for fn in ("@f", "@g"):
         quickfix = one(actions, title(fn), "quickfix")
         assert quickfix.is_preferred is True
@@ -136,7 +148,7 @@ async def test_code_actions_wait_blocker_quick_fix_is_llvm22_rewrite_of_its_func
     diagnostics = await server.open_and_wait(uri, DOC)
     [wait] = [d for d in diagnostics if d.code == "pre-existing-wait"]
     actions = await server.code_actions(uri, server.range_of(uri, "gpu.wait"), [wait])
-    per_function = [a for a in actions if a.kind != FIX_ALL_KIND]
+    per_function = [a for a in rewrites(actions) if a.kind != FIX_ALL_KIND]
     assert summary(per_function) == [(llvm22_title("@blocked"), "quickfix", None)]
     [fix] = per_function
     assert [diag_summary(d) for d in fix.diagnostics] == [diag_summary(wait)]
@@ -164,7 +176,7 @@ async def test_code_actions_launch_blocker_quick_fix_threads_gpu_launch(server, 
     diagnostics = await server.open_and_wait(uri, LAUNCH_DOC)
     [launch] = [d for d in diagnostics if d.code == "launch-not-outlined"]
     actions = await server.code_actions(uri, diagnostics=[launch])
-    [fix] = [a for a in actions if a.kind == "quickfix"]
+    [fix] = [a for a in rewrites(actions) if a.kind == "quickfix"]
     assert fix.title == f"{title('@launch')}, gpu.launch included"
     fixed = server.applied(fix, uri)
     assert fixed == check_fix(LAUNCH_DOC, thread_launch=True)
@@ -207,17 +219,19 @@ func.func @two_blockers(%n: index, %dep: !gpu.async.token) {
     assert sorted(d.code for d in diagnostics) == ["already-async", "pre-existing-wait"]
     actions = await server.code_actions(uri, diagnostics=diagnostics)
     # Both findings are fixed by the one LLVM 22 rewrite of the function.
-    [fix] = actions
+    [fix] = rewrites(actions)
     assert (fix.title, fix.kind) == (llvm22_title("@two_blockers"), "quickfix")
     assert sorted(d.code for d in fix.diagnostics) == ["already-async", "pre-existing-wait"]
     assert server.applied(fix, uri) == check_fix(text, "llvm22")
+    assert sorted(a.title for a in actions if a not in rewrites(actions)) == [
+        ignore_title("already-async"), ignore_title("pre-existing-wait")]
     text = GENERIC_DOC.replace("  return", "  gpu.wait\n  return")
     diagnostics = await server.open_and_wait(uri + ".generic", text)
     actions = await server.code_actions(uri + ".generic", diagnostics=diagnostics)
     if has_disabled_support(server.client_name):
-        assert summary(actions) == [(title("@generic"), "refactor.rewrite", GENERIC)]
+        assert summary(rewrites(actions)) == [(title("@generic"), "refactor.rewrite", GENERIC)]
     else:
-        assert actions == []
+        assert rewrites(actions) == []
 
 
 async def test_code_actions_range_in_one_function_without_its_hint_no_quickfix(server, uri):
@@ -265,7 +279,7 @@ async def test_code_actions_only_blocked_functions_no_fix_all(server, uri):
     # The file-wide fix keeps its meaning (the chosen semantics); the blocker's own quick fix
     # is LLVM 22's rewrite.
     assert FIX_ALL not in {a.title for a in actions}
-    assert summary(actions) == [(llvm22_title("@blocked"), "quickfix", None)]
+    assert summary(rewrites(actions)) == [(llvm22_title("@blocked"), "quickfix", None)]
 
 
 async def test_code_actions_every_golden_fixture_fix_all_equals_check_fix(server):

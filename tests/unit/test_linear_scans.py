@@ -24,6 +24,7 @@ import time
 import pytest
 
 from gpu_async_lsp.async_region import analyze
+from gpu_async_lsp.async_region.suppression import NO_CONTEXT
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT
 from gpu_async_lsp.syntax import Chunk, Document, Op, parse_document
 from gpu_async_lsp.syntax import navigation as nav
@@ -406,6 +407,27 @@ def test_unit_positions_of_many_findings_linear():
     assert_linear(lambda arg: positions_of(*arg), make, 4500)
 
 
+def test_suppression_comments_on_many_lines_linear():
+    """Findings against suppression comments: each line with the marker read once, each
+    finding a bisection."""
+    from gpu_async_lsp.async_region.suppression import suppress
+
+    def make(n):
+        text = _function("".join(
+            f"  gpu.wait // gpu-async-lsp: ignore[{'pre-existing-wait' if i % 2 else 'bogus'}]\n"
+            f"  // gpu-async-lsp: ignore\n  gpu.wait\n" for i in range(n)) + _ops(1))
+        return text, analyze(text).findings
+    assert_linear(lambda arg: suppress(*arg), make, 1500)
+
+
+def test_suppression_markers_in_strings_of_one_long_line_linear():
+    from gpu_async_lsp.async_region.suppression import directives
+
+    def make(n):
+        return '  "x.y"() {s = [' + ", ".join(['"// gpu-async-lsp: ignore"'] * n) + "]}\n"
+    assert_linear(directives, make, 120_000)
+
+
 def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
     """Where the batch of a big first open is cut in two (the cut was found by summing all
     sizes again for each unit: 0.2 s at 200k lines, 1.3 s at 500k)."""
@@ -426,4 +448,4 @@ def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 0)
     options = (False, "original", False)
     assert_linear(lambda units: analysis.shared_results(units, options),
-                  lambda n: [("x" * 40, None, False)] * n, 20_000)
+                  lambda n: [("x" * 40, None, False, NO_CONTEXT)] * n, 20_000)

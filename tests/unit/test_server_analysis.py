@@ -7,6 +7,7 @@ import random
 import pytest
 
 from benchmarks.gen_host import generate
+from gpu_async_lsp.async_region.suppression import NO_CONTEXT
 from gpu_async_lsp.ide.analysis import Analyzer, changed_span
 
 
@@ -154,7 +155,8 @@ def test_server_analysis_shared_with_a_process_equals_one_process():
     assert a.has_syntax_errors
     # Hover built the IR of those units; inlay hints of the whole text built every unit's.
     assert all(u.result._rebuild is None for u in a.units)
-    assert analysis.shared_results([("x", None, False)], (False, "original", False)) is None
+    assert analysis.shared_results([("x", None, False, NO_CONTEXT)],
+                                   (False, "original", False)) is None
 
 
 def test_server_analysis_falls_back_when_the_process_fails(monkeypatch):
