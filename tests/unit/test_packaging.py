@@ -68,10 +68,16 @@ ALLOWED = {
     "async_region": {"async_region", "syntax", "op_tables", "edits", "text"},
     "parallel": {"async_region", "syntax", "edits"},
     "ide": {"ide", "async_region", "syntax", "edits", "text", "op_tables", "parallel"},
-    "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables"},
-    "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables"},
+    "walk": set(),
+    "options": {"async_region", "walk"},
+    "config": {"async_region", "options", "walk"},
+    "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables",
+               "options", "config"},
+    "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables",
+            "options", "config", "walk"},
 }
-THIRD_PARTY = {"lark": {"syntax"}, "pygls": {"server", "cli"}, "lsprotocol": {"server", "cli"}}
+THIRD_PARTY = {"lark": {"syntax"}, "pygls": {"server", "cli"}, "lsprotocol": {"server", "cli"},
+               "pathspec": {"walk"}}
 
 
 def _imports(path: Path) -> set[str]:
