@@ -178,10 +178,11 @@ def load(path: str) -> Config:
 
 class Finder:
     """The configuration of each folder, found upwards. Folders are cached by the file they
-    resolved to, files by their modification stamp (time, size, inode) and content: a
-    `fresh` lookup walks the folders again and reads the candidates again, parsing only a
-    content it has not seen. The same content keeps giving the same Config (or the same
-    ConfigError object: the server warns once per content)."""
+    resolved to, files by their modification stamp (time, size, inode): a `fresh` lookup
+    walks the folders again and reads the files whose stamp changed (`forget` one that
+    changed within the stamp's resolution), parsing only a content it has not seen. The same
+    content keeps giving the same Config (or the same ConfigError object: the server warns
+    once per content)."""
 
     def __init__(self):
         self._folders: dict[str, str | None] = {}
@@ -200,7 +201,7 @@ class Finder:
                 break
             visited.append(current)
             path = next((c for c in (os.path.join(current, name) for name in CONFIG_NAMES)
-                         if self._read(c, fresh) is not None), None)
+                         if self._read(c) is not None), None)
             parent = os.path.dirname(current)
             if path is not None or parent == current:
                 break
@@ -209,14 +210,14 @@ class Finder:
             self._folders[f] = path
         if path is None:
             return DEFAULTS
-        result = self._read(path, False)
+        result = self._read(path)
         if result is None:  # gone since: look again
             return self.find(folder, fresh=True)
         if isinstance(result, ConfigError):
             raise result
         return result
 
-    def _read(self, path: str, fresh: bool) -> Config | ConfigError | None:
+    def _read(self, path: str) -> Config | ConfigError | None:
         """The file's Config, its error, or None (no such file, or a pyproject.toml without
         our table)."""
         try:
@@ -227,7 +228,7 @@ class Finder:
             return None
         stamp = _stamp(st)
         cached = self._files.get(path)
-        if cached is not None and cached[0] == stamp and not fresh:
+        if cached is not None and cached[0] == stamp:
             return cached[2]
         try:
             with open(path, "rb") as f:
@@ -244,6 +245,15 @@ class Finder:
                     result = e
         self._files[path] = (stamp, data, result)
         return result
+
+    def forget(self, path: str | None = None) -> None:
+        """The file at `path` (every file when None) may have changed, whatever its stamp
+        says; every folder is resolved afresh."""
+        for p in ([path] if path is not None else list(self._files)):
+            if p in self._files:
+                _, data, result = self._files[p]
+                self._files[p] = (None, data, result)
+        self._folders.clear()
 
 # -- `check`: the configuration of each path --------------------------------------------------
 

@@ -46,6 +46,7 @@ class Option:
     default: object
     doc: str
     choices: tuple[str, ...] = ()
+    in_editors: bool = True  # a setting the editors' configurations offer
 
     @property
     def name(self) -> str:
@@ -145,7 +146,8 @@ OPTIONS = (
            "the severity of a finding code: error, warning, information or hint (only "
            "errors fail a check)"),
     Option(None, "debounce", None, MILLISECONDS, 0,
-           "milliseconds to wait after a change before analysing it"),
+           "milliseconds to wait after a change before analysing it (for tests and slow "
+           "machines)", in_editors=False),
     Option(None, "waitsOnHints", None, BOOL, True,
            "inlay hints explaining code that is asynchronous already"),
 )

@@ -51,12 +51,14 @@ def _place(p) -> tuple[int, int]:
 # -- diagnostics --------------------------------------------------------------------------------
 
 def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
-                severity: dict[str, Severity]) -> str:
+                severity: dict[str, Severity | None]) -> str:
     """publishDiagnostics for an analysis, as JSON text assembled from one cached fragment
     per unit: a unit whose place (line, column) and findings did not change since the last
-    publication costs nothing (a keystroke re-renders one unit)."""
+    publication costs nothing (a keystroke re-renders one unit). `severity`: each code's
+    severity; a code mapped to None is not published (not selected, or ignored). The
+    fragments are kept by its identity (server/settings.py keeps one dict per table)."""
     parts = [json.dumps(convert.diagnostic_json(uri, index, f, encoding, severity))
-             for f in a.header_findings]
+             for f in a.header_findings if severity.get(f.code, f.severity) is not None]
     for unit in a.units:
         result = unit.result
         if not result.findings:
@@ -67,9 +69,11 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
         if cached is None or cached[0] != key:
             text = ",".join(json.dumps(convert.placed_diagnostic_json(
                 uri, f, base.line, base.character, start, end, related, severity))
-                for f, (start, end, related) in zip(result.findings, result.positions(encoding)))
+                for f, (start, end, related) in zip(result.findings, result.positions(encoding))
+                if severity.get(f.code, f.severity) is not None)
             cached = result.fragment = (key, text)
-        parts.append(cached[1])
+        if cached[1]:
+            parts.append(cached[1])
     return publication(uri, a.version, ",".join(parts))
 
 
