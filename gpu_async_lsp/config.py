@@ -171,7 +171,9 @@ def load(path: str) -> Config:
             data = f.read()
     except OSError as e:
         raise ConfigError(path, e.strerror or type(e).__name__) from None
-    return parse_config(path, data, required=True)
+    # Errors name the path as given; `exclude` patterns need the folder wherever check runs.
+    return dataclasses.replace(parse_config(path, data, required=True),
+                               path=os.path.abspath(path))
 
 
 # -- finding the file of a folder -------------------------------------------------------------

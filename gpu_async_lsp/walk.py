@@ -76,6 +76,7 @@ class Patterns:
     """Gitignore-style patterns, relative to the absolute folder `base`."""
 
     def __init__(self, base: str, lines: Sequence[str]):
+        base = os.path.abspath(base)
         self.base = base
         self.lines = tuple(lines)
         self._prefix = base if base.endswith(os.sep) else base + os.sep
@@ -84,10 +85,14 @@ class Patterns:
         # the patterns that name an entry anywhere.
         self._anywhere = _compile([line for line in self.lines if _unanchored(line)])
 
+    def covers(self, path: str) -> bool:
+        """`path` (absolute) lies below `base`."""
+        return path.startswith(self._prefix)
+
     def check(self, path: str, is_dir: bool) -> bool | None:
         """True: `path` (absolute) is matched; False: re-included by a `!` pattern; None:
         no pattern matches it."""
-        if path.startswith(self._prefix):
+        if self.covers(path):
             rel, spec = path[len(self._prefix):], self._spec
         else:
             rel, spec = os.path.basename(path), self._anywhere
@@ -150,11 +155,14 @@ class _Walk:
         if known is None:
             known = False
             folder = self.root
-            while folder.startswith(patterns._prefix):
+            while patterns.covers(folder):
                 if patterns.skips(folder, True):
                     known = True
                     break
-                folder = os.path.dirname(folder)
+                parent = os.path.dirname(folder)
+                if parent == folder:
+                    break
+                folder = parent
             self._set_aside[patterns] = known
         return not known
 

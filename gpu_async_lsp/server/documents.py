@@ -4,8 +4,8 @@ pygls's workspace keeps each document's text and version (document sync is the l
 everything this server adds per document lives on its `DocState`: the line index of the
 current text (for applying changes), the current analysis and the line index of its text, the
 scheduling flags of its analysis, whether it is MLIR at all, whether the server lost sync with
-the client, what requests cached for the current version, and the configuration file's values. Closing a document drops its
-state whole, and with it everything the document held.
+the client, what requests cached for the current version, and the values of its configuration
+file. Closing a document drops its state whole, and with it everything the document held.
 """
 
 from __future__ import annotations

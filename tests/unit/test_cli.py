@@ -699,8 +699,8 @@ def test_check_config_names_the_file_for_every_path(repository, capsys):
 
 def test_check_config_pyproject_reads_its_table(repository, capsys):
     code, out, _ = run(["check", "--config", "pyproject.toml", "--output-format", "json",
-                        "src/strict"], capsys)
-    assert code == 0 and _found(out) == []  # not strict, hints ignored
+                        "src/strict", "tests"], capsys)
+    assert code == 0 and _found(out) == []  # not strict, hints ignored, fixtures excluded
 
 
 def test_check_isolated_ignores_every_configuration_file(repository, capsys):

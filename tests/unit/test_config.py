@@ -182,9 +182,10 @@ def test_load_named_pyproject_needs_the_table(tmp_path):
         load(str(path))
 
 
-def test_load_any_other_name_reads_the_top_level(tmp_path):
+def test_load_any_other_name_reads_the_top_level(tmp_path, monkeypatch):
     path = write(tmp_path / "ci.toml", "strict = true\n")
-    assert load(str(path)) == Config(str(path), strict=True)
+    monkeypatch.chdir(tmp_path)
+    assert load("ci.toml") == Config(str(path), strict=True)  # its path made absolute
 
 
 def test_load_missing_file_is_an_error(tmp_path):

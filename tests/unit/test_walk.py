@@ -155,3 +155,12 @@ def test_collect_files_named_file_is_kept_though_ignored_or_excluded(tmp_path):
                                          exclusions=lambda folder: [patterns])
     assert files == [named] and errors == []
     assert notes == [f"{tmp_path}: note: no .mlir files found"]
+
+
+def test_walk_exclusions_based_at_the_filesystem_root_or_relative(tmp_path, monkeypatch):
+    touch(tmp_path, "a.mlir", "b/skip.mlir")
+    monkeypatch.chdir(tmp_path)
+    at_root = Patterns(os.sep, ["no-such-name"])
+    relative = Patterns(".", ["/b"])
+    assert relative.base == str(tmp_path)
+    assert found(tmp_path, exclusions=lambda folder: [at_root, relative]) == ["a.mlir"]
