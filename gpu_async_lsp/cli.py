@@ -426,7 +426,8 @@ def run_check(args, stdin, stdout, stderr) -> int:
             options = _configured(options, resolver.config_for(args.stdin_filename or STDIN))
         else:
             found = collect_files(paths, respect_gitignore=args.respect_gitignore,
-                                  exclusions=resolver.exclusions)
+                                  exclusions=resolver.exclusions,
+                                  force_exclude=args.force_exclude)
             each = [_configured(options, resolver.config_for(f)) for f in found[0]]
     except ConfigError as e:
         print(e, file=stderr)
@@ -639,6 +640,9 @@ def build_parser() -> argparse.ArgumentParser:
                        default=True,
                        help="skip what .gitignore and .ignore files exclude when walking "
                             "directories (default); --no-respect-gitignore walks everything")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply the exclude patterns to the files named too (as pre-commit "
+                            "names every file)")
     check.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                        help="text (default), json, github (workflow commands; hints are "
                             "omitted) or sarif (2.1.0)")

@@ -1,7 +1,8 @@
 """CLI layer: which files `check` reads, from the paths it is given.
 
-A file named on the command line is always read. A directory is walked for `*.mlir` files,
-skipping (as ruff and ripgrep do):
+A file named on the command line is read (unless `force_exclude`: then the exclusions apply
+to it too, as ruff's `--force-exclude`, for pre-commit, which names every file). A directory
+is walked for `*.mlir` files, skipping (as ruff and ripgrep do):
 
 - what `.gitignore` and `.ignore` files exclude: those of every folder walked, and of the
   folders above it up to the root of its git repository (the folder holding `.git`); a
@@ -238,11 +239,18 @@ def _readable_kind(path: str) -> bool:
         return True
 
 
+def _excluded(path: str, exclusions: Exclusions) -> bool:
+    """A named file that its folder's exclusions match (itself, or a folder it is in)."""
+    path = os.path.abspath(path)
+    return any(p.skips(path, False) for p in exclusions(os.path.dirname(path)))
+
+
 def collect_files(paths: list[str], *, respect_gitignore: bool = True,
-                  exclusions: Exclusions | None = None
+                  exclusions: Exclusions | None = None, force_exclude: bool = False
                   ) -> tuple[list[str], list[str], list[str]]:
     """(files in order without repeats, error lines, notes) for the paths given. A file
-    named is always in, whatever the patterns say."""
+    named is in whatever the patterns say, unless `force_exclude` (then the exclusions apply
+    to it; ignore files do not)."""
     files: list[str] = []
     errors: list[str] = []
     notes: list[str] = []
@@ -253,6 +261,8 @@ def collect_files(paths: list[str], *, respect_gitignore: bool = True,
             if not found:
                 notes.append(f"{display_path(p)}: note: no .mlir files found")
         elif os.path.lexists(p):
+            if force_exclude and exclusions is not None and _excluded(p, exclusions):
+                continue
             found = [p]
         else:
             errors.append(f"{display_path(p)}: error: No such file or directory")

@@ -683,6 +683,13 @@ def test_check_named_files_are_checked_though_ignored_or_excluded(repository, ca
                            ("scratch.mlir", WAIT, "error")]
 
 
+def test_check_force_exclude_applies_exclude_to_named_files_not_gitignore(repository, capsys):
+    code, out, err = run(["check", "--force-exclude", "--output-format", "json",
+                          "tests/fixtures/invalid.mlir", "build/out.mlir"], capsys)
+    assert _found(out) == [("build/out.mlir", WAIT, "error")]
+    assert "checked 1 file" in err
+
+
 def test_check_named_excluded_folder_is_walked(repository, capsys):
     code, out, _ = run(["check", "--output-format", "json", "tests/fixtures"], capsys)
     assert _found(out) == [("tests/fixtures/invalid.mlir", "syntax", "error")]

@@ -123,5 +123,6 @@ def test_readme_configuration_section_names_each_key_and_flag():
     for key in BY_KEY:
         assert f"`{key}`" in section or f"\n{key} = " in section, key
     for flag in ["--config", "--isolated", "--no-respect-gitignore", "--extend-exclude",
+                 "--force-exclude",
                  *(o.flag for o in OPTIONS if o.flag)]:
         assert f"`{flag}" in section, flag
