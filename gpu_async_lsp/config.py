@@ -224,7 +224,7 @@ class Finder:
         our table)."""
         try:
             st = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in a path from a URI
             return None
         if not stat.S_ISREG(st.st_mode):
             return None

@@ -135,3 +135,10 @@ async def test_config_invalid_file_one_warning_defaults(start_server, tmp_path, 
     assert len(session.warnings) == 1, [m.message for m in session.warnings]
     message = session.warnings[0].message
     assert f"{config}: error: " in message and says in message
+
+
+async def test_config_uri_no_file_can_have_gets_the_defaults(start_server):
+    session = await start_server("minimal")
+    for uri in ["file:///e2e/config/a%00b/doc.mlir", "untitled:Untitled-1.mlir"]:
+        assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
+    assert session.warnings == []

@@ -65,6 +65,10 @@ def test_finder_no_file_anywhere_gives_defaults(tmp_path):
     assert Finder().find(tmp_path) == DEFAULTS and DEFAULTS.path is None
 
 
+def test_finder_folder_that_cannot_exist_gives_defaults(tmp_path):
+    assert Finder().find(f"{tmp_path}/a\0b") == DEFAULTS
+
+
 def test_finder_reads_each_file_once_for_many_folders(tmp_path, monkeypatch):
     write(tmp_path / "gpu-async-lsp.toml", "strict = true\n")
     calls = []
