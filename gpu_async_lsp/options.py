@@ -154,9 +154,6 @@ OPTIONS = (
 BY_KEY = {o.key: o for o in OPTIONS if o.key}
 BY_SETTING = {o.setting: o for o in OPTIONS if o.setting}
 FILE_OPTIONS = tuple(BY_KEY.values())  # the keys of a configuration file
-# What a configuration file sets that decides how a file is analysed (the rest decides what
-# is reported, or which files are walked).
-RULES = ("strict", "semantics", "thread-launch")
 
 
 def severities(select, ignore, overrides) -> dict[str, Severity | None]:
