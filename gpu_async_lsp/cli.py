@@ -25,6 +25,7 @@ import argparse
 import bisect
 import contextlib
 import dataclasses
+import functools
 import os
 import stat
 import sys
@@ -35,12 +36,13 @@ from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
 from gpu_async_lsp.async_region.rewriter import (
     ORIGINAL,
-    SEMANTICS,
     findings_after_fix,
     offset_mover,
 )
 from gpu_async_lsp.async_region.suppression import suppress
+from gpu_async_lsp.config import Config, ConfigError, Resolver, reported
 from gpu_async_lsp.edits import sort_edits
+from gpu_async_lsp.options import add_arguments, given_arguments
 from gpu_async_lsp.parallel import analyze_in_shares
 from gpu_async_lsp.report import (
     COLOR_CHOICES,
@@ -60,8 +62,10 @@ from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.parser import gc_paused
 from gpu_async_lsp.syntax.tree import format_tree
 from gpu_async_lsp.text import LineIndex
+from gpu_async_lsp.walk import STDIN, collect_files
+from gpu_async_lsp.walk import display_path as _display_path
+from gpu_async_lsp.walk import printable as _printable
 
-STDIN = "-"
 # The options of `serve`; any of them first on the command line means `serve`
 # (VS Code's client appends `--stdio`).
 SERVE_OPTIONS = ("--stdio", "--tcp", "--host", "--port", "--log-file", "--log-level")
@@ -75,17 +79,15 @@ class CheckOptions:
     strict: bool = False
     semantics: str = ORIGINAL
     thread_launch: bool = False
+    # (code, severity or None: not reported) of each code, from the file's configuration;
+    # empty: the defaults.
+    severity: tuple = ()
     # Processes one big buffer may be shared among (files checked in turn only: the workers of
     # a file pool do not fork again).
     buffer_jobs: int = 1
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-def _printable(name: str) -> str:
-    """A path as text that any UTF-8 stream can print (undecodable bytes become U+FFFD)."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
 
 def _decode(data: bytes) -> tuple[str | None, str | None]:
     """(text, None) or (None, why it is not UTF-8)."""
@@ -146,6 +148,9 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         if (options.fix or options.diff) and rewritten:
             fixed, findings = findings_after_fix(text, findings, edits, rewritten)
             fixes, moved = {}, offset_mover(sort_edits(edits))
+        if options.severity:  # the configuration's select, ignore and severity
+            findings = reported(findings, dict(options.severity))
+            fixes = _same_fixes(fixes, findings)
         index = LineIndex(fixed)
         result = FileResult(display, finding_dicts(index, findings, fixes))
         result.rewritten = [(f.function, index.line_of(moved(f.start) if moved else f.start) + 1)
@@ -154,6 +159,13 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     if options.diff and result.changed:
         result.diff = unified_diff(text, fixed, display)
     return result, fixed
+
+
+def _same_fixes(fixes: dict, findings) -> dict:
+    """`fixes` (finding -> fix) for `findings`, which may carry other severities now."""
+    by_place = {(f.code, f.start, f.end): fix for f, fix in fixes.items()}
+    return {f: by_place[key] for f in findings
+            if (key := (f.code, f.start, f.end)) in by_place}
 
 
 def _fixes(hints, edits) -> dict:
@@ -212,58 +224,6 @@ def _internal_error(display: str, e: BaseException) -> str:
     return f"{display}: internal error: {type(e).__name__}: {e}"
 
 
-# -- collecting files -------------------------------------------------------------------------
-
-def _walk_mlir(directory: str) -> list[str]:
-    """Every `*.mlir` file under `directory`, at any depth, sorted by path components.
-
-    A directory named x.mlir is descended into, not read; FIFOs, sockets and devices are
-    skipped (reading a FIFO would block); a dangling symlink is kept, so that it is reported.
-    """
-    found = []
-    for root, dirs, files in os.walk(directory):
-        dirs.sort()
-        for name in sorted(files):
-            if not name.endswith(".mlir"):
-                continue
-            path = os.path.join(root, name)
-            try:
-                mode = os.stat(path).st_mode
-            except OSError:
-                found.append(path)
-                continue
-            if stat.S_ISREG(mode):
-                found.append(path)
-    found.sort(key=lambda p: os.path.relpath(p, directory).split(os.sep))
-    return found
-
-
-def _display_path(path: str) -> str:
-    return _printable(os.path.normpath(path)) if path != STDIN else path
-
-
-def collect_files(paths: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """(files in order without repeats, error lines, notes) for the paths given."""
-    files: list[str] = []
-    errors: list[str] = []
-    notes: list[str] = []
-    seen: set[str] = set()
-    for p in paths:
-        if os.path.isdir(p):
-            found = _walk_mlir(p)
-            if not found:
-                notes.append(f"{_display_path(p)}: note: no .mlir files found")
-        elif os.path.lexists(p):
-            found = [p]
-        else:
-            errors.append(f"{_display_path(p)}: error: No such file or directory")
-            continue
-        for f in found:
-            key = os.path.normpath(f)
-            if key not in seen:
-                seen.add(key)
-                files.append(f)
-    return files, errors, notes
 
 
 # -- check ------------------------------------------------------------------------------------
@@ -274,13 +234,14 @@ def _warm_up() -> None:
 
 
 def _run_sequential(files, displays, options, on_result, progress):
-    for i, (f, d) in enumerate(zip(files, displays, strict=True)):
-        on_result(i, check_file(f, d, options))
+    for i, (f, d, o) in enumerate(zip(files, displays, options, strict=True)):
+        on_result(i, check_file(f, d, o))
         progress(i + 1)
 
 
 def _run_parallel(files, displays, options, jobs, on_result, progress):
-    """Check files in worker processes; call on_result(i, result) in any order."""
+    """Check files in worker processes (each with its own options); call on_result(i,
+    result) in any order."""
     from concurrent.futures import ProcessPoolExecutor, as_completed  # only for many files
 
     _warm_up()
@@ -290,8 +251,8 @@ def _run_parallel(files, displays, options, jobs, on_result, progress):
         _run_sequential(files, displays, options, on_result, progress)
         return
     with pool:
-        futures = {pool.submit(check_file, f, d, options): i
-                   for i, (f, d) in enumerate(zip(files, displays, strict=True))}
+        futures = {pool.submit(check_file, f, d, o): i
+                   for i, (f, d, o) in enumerate(zip(files, displays, options, strict=True))}
         for done, fut in enumerate(as_completed(futures), 1):
             i = futures[fut]
             try:
@@ -303,8 +264,7 @@ def _run_parallel(files, displays, options, jobs, on_result, progress):
 
 
 def run_check(args, stdin, stdout, stderr) -> int:
-    options = CheckOptions(fix=args.fix, diff=args.diff, strict=args.strict,
-                           semantics=args.semantics, thread_launch=args.thread_launch)
+    options = CheckOptions(fix=args.fix, diff=args.diff)
     paths = args.paths or ([STDIN] if args.stdin_filename else ["."])
     if STDIN in paths and len(paths) > 1:
         print(f"{PROG} check: error: '-' (stdin) cannot be combined with other paths",
@@ -313,6 +273,20 @@ def run_check(args, stdin, stdout, stderr) -> int:
     if args.statistics and args.output_format not in STATISTICS_FORMATS:
         print(f"{PROG} check: error: --statistics needs --output-format text or json",
               file=stderr)
+        return 2
+    try:  # each file's configuration, before anything is checked
+        resolver = Resolver(config_file=args.config, isolated=args.isolated,
+                            overrides=given_arguments(args),
+                            extend_exclude=tuple(args.extend_exclude or ()))
+        if paths == [STDIN]:
+            options = _configured(options, resolver.config_for(args.stdin_filename or STDIN))
+        else:
+            found = collect_files(paths, respect_gitignore=args.respect_gitignore,
+                                  exclusions=resolver.exclusions,
+                                  force_exclude=args.force_exclude)
+            each = [_configured(options, resolver.config_for(f)) for f in found[0]]
+    except ConfigError as e:
+        print(e, file=stderr)
         return 2
     # When stdout carries text (the diff, or the fixed buffer from stdin), findings go to stderr.
     stdout_carries_text = options.diff or (options.fix and paths == [STDIN])
@@ -338,7 +312,7 @@ def run_check(args, stdin, stdout, stderr) -> int:
         reporter.add(result)
         io_failed = bool(result.error)
     else:
-        results, io_failed = _check_paths(paths, options, args.jobs, reporter, stderr)
+        results, io_failed = _check_paths(found, each, args.jobs, reporter, stderr)
 
     reporter.finish(results, success=not io_failed)
     if io_failed:
@@ -349,9 +323,18 @@ def run_check(args, stdin, stdout, stderr) -> int:
     return 0
 
 
-def _check_paths(paths, options, jobs, reporter, stderr) -> tuple[list[FileResult], bool]:
-    """Check the files and directories given; report each result in input order."""
-    files, errors, notes = collect_files(paths)
+@functools.cache
+def _configured(options: CheckOptions, config: Config) -> CheckOptions:
+    """`options` with what a file's configuration says."""
+    return dataclasses.replace(options, strict=config.strict, semantics=config.semantics,
+                               thread_launch=config.thread_launch,
+                               severity=tuple(config.severities().items()))
+
+
+def _check_paths(found, options, jobs, reporter, stderr) -> tuple[list[FileResult], bool]:
+    """Check the files found (collect_files), each with its options; report each result in
+    input order."""
+    files, errors, notes = found
     for line in notes:
         reporter.note(line)
     for line in errors:
@@ -384,7 +367,7 @@ def _check_paths(paths, options, jobs, reporter, stderr) -> tuple[list[FileResul
     if jobs > 1 and len(files) > 1:
         _run_parallel(files, displays, options, jobs, on_result, progress)
     else:
-        options = dataclasses.replace(options, buffer_jobs=jobs)
+        options = [dataclasses.replace(o, buffer_jobs=jobs) for o in options]
         _run_sequential(files, displays, options, on_result, progress)
     if show_progress:
         stderr.write("\r\x1b[K")
@@ -479,15 +462,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print the unified diff --fix would apply (to stdout, findings to "
                             "stderr) and write nothing, also with --fix (as ruff); exit 1 if "
                             "there is a diff")
-    check.add_argument("--strict", action="store_true",
-                       help="report blockers in every func.func, as the pass would fail")
-    check.add_argument("--semantics", choices=SEMANTICS, default=ORIGINAL,
-                       help="which pass the rewrite follows: original (the default: the 2020 "
-                            "pass, which refuses pre-existing gpu.wait and async ops) or "
-                            "llvm22 (LLVM 22's, which threads the token through them)")
-    check.add_argument("--thread-launch", action="store_true",
-                       help="thread the token through inline gpu.launch ops too (their kernel "
-                            "bodies stay as written) instead of reporting launch-not-outlined")
+    add_arguments(check)
+    configs = check.add_mutually_exclusive_group()
+    configs.add_argument("--config", metavar="PATH",
+                         help="read the options of every file from this file (a "
+                              "pyproject.toml's [tool.gpu-async-lsp] table) instead of "
+                              "finding each file's own")
+    configs.add_argument("--isolated", action="store_true",
+                         help="ignore every configuration file")
+    check.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction,
+                       default=True,
+                       help="skip what .gitignore and .ignore files exclude when walking "
+                            "directories (default); --no-respect-gitignore walks everything")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply the exclude patterns to the files named too (as pre-commit "
+                            "names every file)")
     check.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                        help="text (default), json, github (workflow commands; hints are "
                             "omitted) or sarif (2.1.0)")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region.findings import CODES, CODES_PAGE, RULE, RULES, Rule, Severity
+from gpu_async_lsp.async_region.suppression import QUICK_FIXABLE, SUPPRESSIBLE
 from gpu_async_lsp.text import LineIndex
 
 PROG = "gpu-async-lsp"
@@ -150,8 +151,19 @@ def rule_markdown(rule: Rule) -> str:
     facts = (f"Default severity: **{rule.severity.label}**. "
              f"Blocks the rewrite of its function: **{'yes' if rule.blocks else 'no'}**. "
              f"Fixed by `check --fix`: **{'yes' if rule.fixable else 'no'}**.")
+    keep = ""
+    if rule.code in SUPPRESSIBLE:
+        quick_fix = (f" (the server's quick fix `Ignore {rule.code} here` adds it)"
+                     if rule.code in QUICK_FIXABLE else "")
+        keep = ("\n\nTo keep it as written: `// gpu-async-lsp: ignore[" + rule.code + "]` at "
+                "the end of the op's first line or alone on the line above it" + quick_fix
+                + ", or, for a whole "
+                "repository, `ignore = [\"" + rule.code + "\"]` in its configuration "
+                "(`check --ignore " + rule.code + "`). Hiding a finding changes nothing else"
+                + (": its function is still not rewritten." if rule.blocks else "."))
     return (f"{rule.summary}\n\n{facts}\n\nMessage: `{rule.message}`\n\n{rule.meaning}\n\n"
-            f"Example:\n\n```mlir\n{rule.example}```\n\nHow to resolve it: {rule.resolve}\n")
+            f"Example:\n\n```mlir\n{rule.example}```\n\nHow to resolve it: {rule.resolve}"
+            f"{keep}\n")
 
 
 # -- colors -------------------------------------------------------------------------------------

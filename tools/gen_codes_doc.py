@@ -3,7 +3,8 @@
 
 * ``docs/codes.md``: one section per code (what it means, an example, how to resolve it);
 * the table of codes in ``README.md`` (under "Command line");
-* the ``gpuAsyncLsp.severity`` properties of ``editors/vscode/package.json``.
+* the ``gpuAsyncLsp.severity`` properties of ``editors/vscode/package.json``, and the codes
+  its ``gpuAsyncLsp.select`` and ``gpuAsyncLsp.ignore`` settings accept.
 
 Dev tool, not shipped; run it with the package installed (``pip install -e .``). Usage (from
 the repository root)::
@@ -86,6 +87,9 @@ def render_manifest(manifest: str) -> str:
     data = json.loads(manifest)
     setting = data["contributes"]["configuration"]["properties"]["gpuAsyncLsp.severity"]
     setting["properties"] = severity_properties()
+    for name in ("gpuAsyncLsp.select", "gpuAsyncLsp.ignore"):
+        properties = data["contributes"]["configuration"]["properties"]
+        properties[name]["items"]["enum"] = [r.code for r in RULES]
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -1,7 +1,7 @@
 """Bundle the language server into the extension, as ruff-vscode and Microsoft's
 vscode-python-tools-extension-template do: `pip install --target bundled/libs` of this
-repository's package and its dependencies (pygls, lsprotocol, lark and theirs: all pure
-Python, so one .vsix serves every platform), plus the LICENSE. Run by `npm run bundle` (part of
+repository's package and its dependencies (pygls, lsprotocol, lark, pathspec and theirs: all
+pure Python, so one .vsix serves every platform), plus the LICENSE. Run by `npm run bundle` (part of
 `vscode:prepublish`, so `npm run package` does it) with the Python that runs this script:
 
     python3 bundle.py

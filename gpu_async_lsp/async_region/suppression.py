@@ -44,6 +44,9 @@ from gpu_async_lsp.syntax.patterns import STRING
 MARKER = "gpu-async-lsp:"
 UNSUPPRESSIBLE = frozenset({F.SYNTAX, F.INVALID_SUPPRESSION})
 SUPPRESSIBLE = frozenset(F.CODES) - UNSUPPRESSIBLE
+# What the server's quick fix `Ignore <code> here` is offered for: not the hint of a function
+# (its quick fix is the rewrite).
+QUICK_FIXABLE = SUPPRESSIBLE - {F.SYNC_GPU_OPS}
 NOTHING: frozenset[str] = frozenset()
 # What comments outside a text hide on its first and on its last line (see `outside`).
 NO_CONTEXT = (NOTHING, NOTHING)

@@ -24,6 +24,8 @@ class ClientFeatures:
     hierarchical_symbols: bool = False
     folding_range_limit: int | None = None
     semantic_tokens: bool = False  # asks for them: worth computing ahead, after an analysis
+    # workspace/didChangeWatchedFiles registered by the server (for configuration files)
+    watched_files_registration: bool = False
 
     @classmethod
     def of(cls, caps: lsp.ClientCapabilities | None) -> ClientFeatures:
@@ -53,4 +55,6 @@ class ClientFeatures:
             hierarchical_symbols=bool(symbols and symbols.hierarchical_document_symbol_support),
             folding_range_limit=folding.range_limit if folding else None,
             semantic_tokens=bool(td and td.semantic_tokens),
+            watched_files_registration=bool(ws and ws.did_change_watched_files
+                                            and ws.did_change_watched_files.dynamic_registration),
         )

@@ -4,8 +4,8 @@ pygls's workspace keeps each document's text and version (document sync is the l
 everything this server adds per document lives on its `DocState`: the line index of the
 current text (for applying changes), the current analysis and the line index of its text, the
 scheduling flags of its analysis, whether it is MLIR at all, whether the server lost sync with
-the client, and what requests cached for the current version. Closing a document drops its
-state whole, and with it everything the document held.
+the client, what requests cached for the current version, and the values of its configuration
+file. Closing a document drops its state whole, and with it everything the document held.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from gpu_async_lsp.config import DEFAULTS, Config
 from gpu_async_lsp.ide.analysis import DocumentAnalysis
 from gpu_async_lsp.text import LineIndex
 
@@ -31,6 +32,7 @@ class DocState:
     told_replaced_bytes: bool = False
     failed_version: int | None = None  # the analysis of this version raised (a bug)
     fix_all: tuple | None = None  # (analysis, (encoding, documentChanges), edit as JSON values)
+    file_config: Config = DEFAULTS  # of its configuration file (config.py), read at open
 
     def line_index(self) -> LineIndex:
         if self.index is None or self.index.text is not self.analysis.text:

@@ -25,11 +25,19 @@ def initialize(ls: GpuAsyncServer, params: lsp.InitializeParams):
     ls.initialized_with(params)
 
 
+def initialized(ls: GpuAsyncServer, params: lsp.InitializedParams):
+    ls.watch_config_files()
+
+
 def did_change_configuration(ls: GpuAsyncServer, params: lsp.DidChangeConfigurationParams):
     ls.apply_settings(params.settings)
     for state in ls.documents:
         ls.schedule(state.uri)
     ls.refresh_views()
+
+
+def did_change_watched_files(ls: GpuAsyncServer, params: lsp.DidChangeWatchedFilesParams):
+    ls.config_files_changed([change.uri for change in params.changes])
 
 
 def did_open(ls: GpuAsyncServer, params: lsp.DidOpenTextDocumentParams):
@@ -41,6 +49,8 @@ def did_open(ls: GpuAsyncServer, params: lsp.DidOpenTextDocumentParams):
     state.mlir = doc.language_id == "mlir" or doc.uri.lower().endswith(".mlir")
     if ls.protocol.replaced_bytes:
         ls.tell_replaced_bytes(doc.uri)
+    if state.mlir:
+        ls.read_config(state, fresh=True)
     ls.schedule(doc.uri)
 
 
@@ -49,7 +59,9 @@ def did_change(ls: GpuAsyncServer, params: lsp.DidChangeTextDocumentParams):
 
 
 def did_save(ls: GpuAsyncServer, params: lsp.DidSaveTextDocumentParams):
-    pass  # the buffer is analysed on every change already
+    # The buffer is analysed on every change already; a client that syncs every file tells
+    # of a configuration file saved this way too.
+    ls.config_files_changed([params.text_document.uri])
 
 
 def did_close(ls: GpuAsyncServer, params: lsp.DidCloseTextDocumentParams):
@@ -256,7 +268,9 @@ STATISTICS = "gpuAsyncLsp/statistics"
 def register(server: GpuAsyncServer) -> None:
     feature = server.feature
     feature(lsp.INITIALIZE)(initialize)
+    feature(lsp.INITIALIZED)(initialized)
     feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)(did_change_watched_files)
     feature(lsp.TEXT_DOCUMENT_DID_OPEN)(did_open)
     feature(lsp.TEXT_DOCUMENT_DID_CHANGE)(did_change)
     feature(lsp.TEXT_DOCUMENT_DID_SAVE)(did_save)

@@ -41,7 +41,7 @@ FIX_ALL_TITLE = "Make all GPU ops in this file asynchronous"
 IGNORE_TITLE = "Ignore {code} here (// gpu-async-lsp: ignore[{code}])"
 # The findings a suppression comment is offered for: not the hint of a function (the rewrite
 # is its fix), nor what cannot be hidden (syntax errors).
-IGNORABLE = suppression.SUPPRESSIBLE - {SYNC_GPU_OPS}
+IGNORABLE = suppression.QUICK_FIXABLE
 
 Check = Callable[[], None]
 
@@ -57,12 +57,14 @@ def _place(p) -> tuple[int, int]:
 # -- diagnostics --------------------------------------------------------------------------------
 
 def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
-                severity: dict[str, Severity]) -> str:
+                severity: dict[str, Severity | None]) -> str:
     """publishDiagnostics for an analysis, as JSON text assembled from one cached fragment
     per unit: a unit whose place (line, column) and findings did not change since the last
-    publication costs nothing (a keystroke re-renders one unit)."""
+    publication costs nothing (a keystroke re-renders one unit). `severity`: each code's
+    severity; a code mapped to None is not published (not selected, or ignored). The
+    fragments are kept by its identity (server/settings.py keeps one dict per table)."""
     parts = [json.dumps(convert.diagnostic_json(uri, index, f, encoding, severity))
-             for f in a.header_findings]
+             for f in a.header_findings if severity.get(f.code, f.severity) is not None]
     for unit in a.units:
         result = unit.result
         if not result.findings:
@@ -71,11 +73,14 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
         key = (uri, encoding, base.line, base.character, id(severity))
         cached = result.fragment
         if cached is None or cached[0] != key:
+            positions = result.positions(encoding)
             text = ",".join(json.dumps(convert.placed_diagnostic_json(
                 uri, f, base.line, base.character, start, end, related, severity))
-                for f, (start, end, related) in zip(result.findings, result.positions(encoding)))
+                for f, (start, end, related) in zip(result.findings, positions, strict=True)
+                if severity.get(f.code, f.severity) is not None)
             cached = result.fragment = (key, text)
-        parts.append(cached[1])
+        if cached[1]:
+            parts.append(cached[1])
     return publication(uri, a.version, ",".join(parts))
 
 

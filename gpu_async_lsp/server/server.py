@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -27,8 +28,10 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcRequestCancelled
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 
 from gpu_async_lsp import __version__
+from gpu_async_lsp.config import CONFIG_NAMES, DEFAULTS, Config, ConfigError, Finder
 from gpu_async_lsp.ide import semantic
 from gpu_async_lsp.ide.analysis import Analyzer, changed_span
 from gpu_async_lsp.ide.cache import UnitCache
@@ -37,7 +40,7 @@ from gpu_async_lsp.server.capabilities import ClientFeatures
 from gpu_async_lsp.server.documents import DocState, Documents
 from gpu_async_lsp.server.heap import Heap, freeze_if_big
 from gpu_async_lsp.server.protocol import Protocol, Utf8Reader
-from gpu_async_lsp.server.settings import Settings, parse_settings
+from gpu_async_lsp.server.settings import Settings, effective, parse_settings, severity_table
 from gpu_async_lsp.syntax.parser import gc_paused
 from gpu_async_lsp.text import LineIndex
 
@@ -59,7 +62,11 @@ class GpuAsyncServer(LanguageServer):
                          protocol_cls=Protocol)
         self.settings = Settings()
         self.cache = UnitCache()
-        self.analyzer = Analyzer(cache=self.cache)
+        # One analyzer per set of rules (strict, semantics, thread_launch) that some document
+        # is analysed with, all sharing the cache (whose keys hold the rules).
+        self.analyzers: dict[tuple, Analyzer] = {}
+        self.configs = Finder()
+        self._config_errors: dict[str, ConfigError] = {}  # the last one told, by file
         self.documents = Documents()
         self.client = ClientFeatures()
         self.heap = Heap()
@@ -115,11 +122,67 @@ class GpuAsyncServer(LanguageServer):
         settings, problems = parse_settings(raw)
         if problems:
             self.show_warning("invalid settings, defaults used for: " + "; ".join(problems))
-        rules = (settings.strict, settings.semantics, settings.thread_launch)
-        if rules != (self.settings.strict, self.settings.semantics, self.settings.thread_launch):
-            self.analyzer = Analyzer(strict=settings.strict, semantics=settings.semantics,
-                                     thread_launch=settings.thread_launch, cache=self.cache)
         self.settings = settings
+
+    def watch_config_files(self) -> None:
+        """Ask the client to tell about changes of configuration files (when it can be asked:
+        workspace/didChangeWatchedFiles registered dynamically)."""
+        if not self.client.watched_files_registration:
+            return
+        watchers = [lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_NAMES]
+        self.protocol.send_request(lsp.CLIENT_REGISTER_CAPABILITY, lsp.RegistrationParams([
+            lsp.Registration("gpu-async-lsp/config-files", lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                             lsp.DidChangeWatchedFilesRegistrationOptions(watchers))]))
+
+    # -- configuration files ----------------------------------------------------------------------
+
+    def read_config(self, state: DocState, fresh: bool) -> bool:
+        """Find the configuration file of a document (config.py; `fresh`: look at the files
+        again instead of trusting the cache). An invalid file: one warning per content, and
+        the defaults. True when the document's configuration changed."""
+        folder = _folder_of(state.uri)
+        config = DEFAULTS
+        if folder is not None:
+            try:
+                config = self.configs.find(folder, fresh)
+            except ConfigError as error:
+                if self._config_errors.get(error.path) is not error:
+                    self._config_errors[error.path] = error
+                    self.show_warning(f"{error}; the defaults are used for the documents "
+                                      "under it")
+        changed = state.file_config != config
+        state.file_config = config
+        return changed
+
+    def config_files_changed(self, uris: list[str]) -> None:
+        """Configuration files were created, changed or deleted: read again the
+        configuration of every open document; analyse those whose configuration changed."""
+        paths = [p for p in map(_path_of, uris)
+                 if p is not None and os.path.basename(p) in CONFIG_NAMES]
+        if not paths:
+            return
+        for path in paths:
+            self.configs.forget(path)
+        changed = [state.uri for state in self.documents
+                   if state.mlir and self.read_config(state, fresh=True)]
+        for uri in changed:
+            self.schedule(uri)
+        if changed:
+            self.refresh_views()
+
+    def config_of(self, state: DocState) -> Config:
+        """What the document is analysed and published with: its file's configuration, the
+        client's settings on top."""
+        return effective(state.file_config, self.settings)
+
+    def analyzer_for(self, config: Config) -> Analyzer:
+        analyzer = self.analyzers.get(config.rules)
+        if analyzer is None:
+            strict, semantics, thread_launch = config.rules
+            analyzer = self.analyzers[config.rules] = Analyzer(
+                strict=strict, semantics=semantics, thread_launch=thread_launch,
+                cache=self.cache)
+        return analyzer
 
     def show_warning(self, message: str) -> None:
         self.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Warning,
@@ -221,10 +284,11 @@ class GpuAsyncServer(LanguageServer):
                 if doc is None or not self._is_current(state):
                     return
                 text, version = doc.source, doc.version
+                config = self.config_of(state)
                 try:
                     prepared = await loop.run_in_executor(
-                        self.executor, self._prepare, self.analyzer, state, text, version,
-                        self.encoding, self.settings.severity)
+                        self.executor, self._prepare, self.analyzer_for(config), state, text,
+                        version, self.encoding, severity_table(config))
                 except Exception as error:  # a bug in the analysis must not stop the server
                     log.exception("analysis of %s failed", state.uri)
                     prepared = None
@@ -362,6 +426,18 @@ class GpuAsyncServer(LanguageServer):
             self.protocol.send_request(lsp.WORKSPACE_CODE_LENS_REFRESH, None)
         if self.client.inlay_hint_refresh:
             self.protocol.send_request(lsp.WORKSPACE_INLAY_HINT_REFRESH, None)
+
+
+def _path_of(uri: str) -> str | None:
+    """The file system path of a `file:` URI, else None."""
+    if not uri.lower().startswith("file:"):
+        return None
+    return to_fs_path(uri)
+
+
+def _folder_of(uri: str) -> str | None:
+    path = _path_of(uri)
+    return os.path.dirname(path) if path else None
 
 
 def build_server() -> GpuAsyncServer:

@@ -4,34 +4,38 @@ Accepted either as the options object itself or under a "gpuAsyncLsp" key (VS Co
 section of its configuration):
 
     {"strict": false, "semantics": "original", "threadLaunch": false,
+     "select": ["pre-existing-wait", ...], "ignore": ["sync-gpu-ops"],
      "severity": {"pre-existing-wait": "warning"}, "debounce": 0, "waitsOnHints": true}
+
+Names and checks come from the registry (options.py). The options a configuration file can
+also set (`strict`, `semantics`, `threadLaunch`, `select`, `ignore`, `severity`) are kept as
+`overrides`: only those the client gave (a key absent or null is not given), which win over
+the document's configuration file (config.py); `severity` is merged code by code. Keys the
+server does not know are passed over (VS Code's section also holds the extension's own).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
-from gpu_async_lsp.async_region.rewriter import ORIGINAL, SEMANTICS
+from gpu_async_lsp.async_region.findings import Severity
+from gpu_async_lsp.config import Config
+from gpu_async_lsp.options import BY_SETTING, OptionError
 
 SECTION = "gpuAsyncLsp"
-_SEVERITIES = {"error": Severity.ERROR, "warning": Severity.WARNING,
-               "information": Severity.INFORMATION, "info": Severity.INFORMATION,
-               "hint": Severity.HINT}
 
 
 @dataclass(frozen=True)
 class Settings:
-    strict: bool = False
-    severity: dict[str, Severity] = field(default_factory=lambda: dict(DEFAULT_SEVERITY))
     debounce_ms: int = 0  # optional delay before analysing a change; 0 = as soon as possible
-    semantics: str = ORIGINAL  # which pass the rewrite follows: "original" or "llvm22"
-    thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
     waits_on_hints: bool = True  # inlay hints explaining threaded code (`waits on %t1 (...)`)
+    # The options the client set that a configuration file also sets: (file key, value).
+    overrides: tuple[tuple[str, object], ...] = ()
 
 
 def parse_settings(raw) -> tuple[Settings, list[str]]:
-    """Settings from a client's JSON value, and the problems found (defaults used for those)."""
+    """Settings from a client's JSON value, and the problems found (those options are then
+    left unset: the file's value or the default applies)."""
     problems: list[str] = []
     if raw is None:
         return Settings(), problems
@@ -39,37 +43,38 @@ def parse_settings(raw) -> tuple[Settings, list[str]]:
         raw = raw[SECTION]
     if not isinstance(raw, dict):
         return Settings(), [f"settings must be an object, not {type(raw).__name__}"]
-    strict = raw.get("strict", False)
-    if not isinstance(strict, bool):
-        problems.append(f"'strict' must be true or false, not {strict!r}")
-        strict = False
-    severity = dict(DEFAULT_SEVERITY)
-    overrides = raw.get("severity", {}) or {}
-    if not isinstance(overrides, dict):
-        problems.append("'severity' must be an object mapping finding codes to severities")
-        overrides = {}
-    for code, level in overrides.items():
-        if code not in CODES:
-            problems.append(f"unknown finding code {code!r} in 'severity'")
-        elif not isinstance(level, str) or level.lower() not in _SEVERITIES:
-            problems.append(f"severity of {code!r} must be one of error, warning, information, "
-                            f"hint, not {level!r}")
+    server_only = {}
+    overrides = []
+    for name, option in BY_SETTING.items():
+        value = raw.get(name)
+        if value is None:
+            continue
+        try:
+            value = option.parse(value)
+        except OptionError as e:
+            problems.append(f"{name!r} {e}")
+            continue
+        if option.key is None:
+            server_only[option.field] = value
         else:
-            severity[code] = _SEVERITIES[level.lower()]
-    debounce = raw.get("debounce", 0)
-    if isinstance(debounce, bool) or not isinstance(debounce, int) or not 0 <= debounce <= 10_000:
-        problems.append(f"'debounce' must be a number of milliseconds (0-10000), not {debounce!r}")
-        debounce = 0
-    semantics = raw.get("semantics", ORIGINAL)
-    if semantics not in SEMANTICS:
-        problems.append(f"'semantics' must be one of {', '.join(SEMANTICS)}, not {semantics!r}")
-        semantics = ORIGINAL
-    thread_launch = raw.get("threadLaunch", False)
-    if not isinstance(thread_launch, bool):
-        problems.append(f"'threadLaunch' must be true or false, not {thread_launch!r}")
-        thread_launch = False
-    waits_on = raw.get("waitsOnHints", True)
-    if not isinstance(waits_on, bool):
-        problems.append(f"'waitsOnHints' must be true or false, not {waits_on!r}")
-        waits_on = True
-    return Settings(strict, severity, debounce, semantics, thread_launch, waits_on), problems
+            overrides.append((option.key, value))
+    return Settings(server_only.get("debounce", 0), server_only.get("waitsOnHints", True),
+                    tuple(overrides)), problems
+
+
+def effective(config: Config, settings: Settings) -> Config:
+    """A document's configuration (from its file, or the defaults) with the client's
+    settings on top."""
+    return config.with_values(dict(settings.overrides)) if settings.overrides else config
+
+
+_TABLES: dict[tuple, dict[str, Severity | None]] = {}
+
+
+def severity_table(config: Config) -> dict[str, Severity | None]:
+    """Each code's severity as published (None: not published), one dict per distinct table
+    for the whole process: publications cache their JSON by the table's identity, which
+    therefore is never reused for another table."""
+    table = config.severities()
+    key = tuple(table.items())
+    return _TABLES.setdefault(key, table)

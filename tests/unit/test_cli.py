@@ -623,6 +623,203 @@ def test_check_progress_only_when_stderr_is_a_terminal(tmp_path, capsys, monkeyp
     assert f"\rchecked {cli.PROGRESS_MIN_FILES}/{cli.PROGRESS_MIN_FILES} files" in tty.getvalue()
 
 
+# -- configuration, selection, walking a repository -------------------------------------------
+
+def _repository(root: Path) -> None:
+    """A repository: a pyproject.toml table (sync-gpu-ops ignored, fixtures excluded), a
+    nested gpu-async-lsp.toml (strict, nothing ignored), .gitignore'd build folders and
+    generated files with a negation, an .ignore'd file, a hidden folder."""
+    write(root / "pyproject.toml", '[project]\nname = "demo"\n\n[tool.gpu-async-lsp]\n'
+                                   'ignore = ["sync-gpu-ops"]\nexclude = ["fixtures/"]\n')
+    write(root / ".gitignore", "build*/\n*.gen.mlir\n!keep.gen.mlir\n")
+    write(root / ".ignore", "scratch.mlir\n")
+    write(root / "src" / "blocked.mlir", BLOCKED)
+    write(root / "src" / "sync.mlir", SYNC)
+    write(root / "src" / "strict" / "gpu-async-lsp.toml", "strict = true\n")
+    write(root / "src" / "strict" / "wait_only.mlir", WAIT_ONLY)
+    write(root / "src" / "strict" / "sync.mlir", SYNC)
+    write(root / "build" / "out.mlir", BLOCKED)
+    write(root / "build-release" / "out.mlir", BLOCKED)
+    write(root / "tests" / "fixtures" / "invalid.mlir", "func.func @broken( {\n")
+    write(root / "x.gen.mlir", BLOCKED)
+    write(root / "keep.gen.mlir", SYNC)
+    write(root / "scratch.mlir", BLOCKED)
+    write(root / ".hidden" / "h.mlir", BLOCKED)
+
+
+def _found(out: str) -> list[tuple[str, str, str]]:
+    """(file, code, severity) of each finding of a JSON report."""
+    return [(f["file"], f["code"], f["severity"]) for f in json.loads(out)]
+
+
+@pytest.fixture
+def repository(tmp_path, monkeypatch) -> Path:
+    _repository(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+WAIT = "pre-existing-wait"
+REPOSITORY_FINDINGS = [(".hidden/h.mlir", WAIT, "error"), ("src/blocked.mlir", WAIT, "error"),
+                       ("src/strict/sync.mlir", "sync-gpu-ops", "hint"),
+                       ("src/strict/wait_only.mlir", WAIT, "error")]
+
+
+def test_check_repository_each_file_under_its_own_configuration(repository, capsys):
+    """Found from each file's folder upwards: the pyproject.toml table ignores the hints and
+    excludes the fixtures; the nested file (strict) decides alone under src/strict; build
+    folders, generated files (but the re-included one) and the .ignore'd file are skipped;
+    the hidden folder is walked."""
+    code, out, err = run(["check", "--output-format", "json"], capsys)
+    assert code == 1
+    assert _found(out) == REPOSITORY_FINDINGS
+    assert "checked 6 files" in err  # with src/sync.mlir and keep.gen.mlir (hints ignored)
+
+
+def test_check_repository_jobs_2_same_as_jobs_1(repository, capsys):
+    one = run(["check", "-j", "1", "--output-format", "json"], capsys)
+    assert run(["check", "-j", "2", "--output-format", "json"], capsys) == one
+    assert _found(one[1]) == REPOSITORY_FINDINGS
+
+
+def test_check_no_respect_gitignore_walks_ignored_files_not_excluded_ones(repository, capsys):
+    _code, out, err = run(["check", "--no-respect-gitignore", "--output-format", "json"], capsys)
+    files = {f for f, _, _ in _found(out)}
+    assert {"build/out.mlir", "build-release/out.mlir", "x.gen.mlir", "scratch.mlir"} <= files
+    assert "tests/fixtures/invalid.mlir" not in files
+    assert "checked 10 files" in err
+
+
+def test_check_named_files_are_checked_though_ignored_or_excluded(repository, capsys):
+    code, out, _ = run(["check", "--output-format", "json", "build/out.mlir",
+                        "tests/fixtures/invalid.mlir", "scratch.mlir"], capsys)
+    assert code == 1
+    assert _found(out) == [("build/out.mlir", WAIT, "error"),
+                           ("tests/fixtures/invalid.mlir", "syntax", "error"),
+                           ("scratch.mlir", WAIT, "error")]
+
+
+def test_check_force_exclude_applies_exclude_to_named_files_not_gitignore(repository, capsys):
+    _code, out, err = run(["check", "--force-exclude", "--output-format", "json",
+                          "tests/fixtures/invalid.mlir", "build/out.mlir"], capsys)
+    assert _found(out) == [("build/out.mlir", WAIT, "error")]
+    assert "checked 1 file" in err
+
+
+def test_check_named_excluded_folder_is_walked(repository, capsys):
+    _code, out, _ = run(["check", "--output-format", "json", "tests/fixtures"], capsys)
+    assert _found(out) == [("tests/fixtures/invalid.mlir", "syntax", "error")]
+
+
+def test_check_config_names_the_file_for_every_path(repository, capsys):
+    """--config: strict for all, nothing ignored, no exclude (the fixtures are back)."""
+    _code, out, _ = run(["check", "--config", "src/strict/gpu-async-lsp.toml",
+                        "--output-format", "json"], capsys)
+    found = _found(out)
+    assert ("src/sync.mlir", "sync-gpu-ops", "hint") in found
+    assert ("tests/fixtures/invalid.mlir", "syntax", "error") in found
+
+
+def test_check_config_pyproject_reads_its_table(repository, capsys):
+    code, out, _ = run(["check", "--config", "pyproject.toml", "--output-format", "json",
+                        "src/strict", "tests"], capsys)
+    assert code == 0 and _found(out) == []  # not strict, hints ignored, fixtures excluded
+
+
+def test_check_isolated_ignores_every_configuration_file(repository, capsys):
+    _code, out, _ = run(["check", "--isolated", "--output-format", "json", "src", "tests"],
+                       capsys)
+    assert _found(out) == [("src/blocked.mlir", WAIT, "error"),
+                           ("src/strict/sync.mlir", "sync-gpu-ops", "hint"),
+                           ("src/sync.mlir", "sync-gpu-ops", "hint"),
+                           ("tests/fixtures/invalid.mlir", "syntax", "error")]
+
+
+def test_check_config_and_isolated_together_is_usage_error(repository, capsys):
+    code, _, err = run(["check", "--config", "pyproject.toml", "--isolated"], capsys)
+    assert code == 2 and "not allowed with argument" in err
+
+
+def test_check_command_line_values_override_the_files(repository, capsys):
+    _code, out, _ = run(["check", "--no-strict", "--ignore", "syntax", "--output-format", "json",
+                        "src"], capsys)
+    assert _found(out) == [("src/blocked.mlir", WAIT, "error"),
+                           ("src/strict/sync.mlir", "sync-gpu-ops", "hint"),
+                           ("src/sync.mlir", "sync-gpu-ops", "hint")]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--select", WAIT], [("src/blocked.mlir", WAIT, "error")]),
+    (["--select", f"{WAIT},syntax", "--ignore", WAIT], []),
+    (["--select", WAIT, "--select", "sync-gpu-ops"],
+     [("src/blocked.mlir", WAIT, "error"), ("src/sync.mlir", "sync-gpu-ops", "hint")]),
+    (["--ignore", f"{WAIT}, sync-gpu-ops"], []),
+], ids=["select", "select_then_ignore", "select_repeated", "ignore_list"])
+def test_check_select_and_ignore_filter_by_code(tmp_path, capsys, argv, expected):
+    write(tmp_path / "src" / "blocked.mlir", BLOCKED)
+    write(tmp_path / "src" / "sync.mlir", SYNC)
+    code, out, _ = run(["check", "--isolated", "--output-format", "json", *argv,
+                        str(tmp_path / "src")], capsys)
+    got = [(os.path.relpath(f, tmp_path), c, s) for f, c, s in _found(out)]
+    assert got == expected
+    assert code == (1 if any(s == "error" for _, _, s in expected) else 0)
+
+
+@pytest.mark.parametrize("flag", ["--select", "--ignore"])
+def test_check_unknown_code_is_usage_error_exit_2(tmp_path, capsys, flag):
+    code, out, err = run(["check", flag, f"{WAIT},no-such-code", str(tmp_path)], capsys)
+    assert code == 2 and out == ""
+    assert f"argument {flag}: unknown finding code 'no-such-code' (codes: {WAIT}," in err
+
+
+def test_check_severity_downgraded_error_no_longer_fails(tmp_path, capsys):
+    write(tmp_path / "gpu-async-lsp.toml", f'severity = {{{WAIT} = "warning"}}\n')
+    f = write(tmp_path / "blocked.mlir", BLOCKED)
+    code, out, _ = run(["check", str(f)], capsys)
+    assert code == 0
+    assert out.startswith(f"{f}:3:3: warning: 'gpu.wait' op unexpected pre-existing gpu.wait")
+
+
+def test_check_exclude_replaces_the_files_extend_exclude_adds(repository, capsys):
+    _, out, _ = run(["check", "--exclude", "src", "--output-format", "json"], capsys)
+    assert [f for f, _, _ in _found(out)] == [".hidden/h.mlir", "tests/fixtures/invalid.mlir"]
+    _, out, _ = run(["check", "--extend-exclude", "src,.hidden", "--output-format", "json"],
+                    capsys)
+    assert _found(out) == []
+
+
+def test_check_stdin_takes_the_configuration_of_its_filename(repository, capsys, monkeypatch):
+    code, _, _ = run(["check", "--stdin-filename", "src/strict/new.mlir", "-"], capsys,
+                     monkeypatch, stdin=WAIT_ONLY.encode())
+    assert code == 1  # strict there
+    code, _, _ = run(["check", "-"], capsys, monkeypatch, stdin=WAIT_ONLY.encode())
+    assert code == 0
+
+
+@pytest.mark.parametrize("name, text, says", [
+    ("pyproject.toml", "[tool.gpu-async-lsp]\nignore = [\n", "invalid TOML: "),
+    ("gpu-async-lsp.toml", "colour = true\n", "unknown key 'colour'"),
+    ("gpu-async-lsp.toml", "strict = 1\n", "invalid 'strict': must be true or false, not 1"),
+    ("gpu-async-lsp.toml", 'ignore = ["pre-existing-wiat"]\n',
+     "invalid 'ignore': unknown finding code 'pre-existing-wiat'"),
+], ids=["bad_toml", "unknown_key", "wrong_type", "unknown_code"])
+def test_check_invalid_configuration_one_error_line_exit_2(tmp_path, capsys, name, text, says):
+    config = write(tmp_path / "sub" / name, text)
+    write(tmp_path / "a.mlir", BLOCKED)
+    write(tmp_path / "sub" / "b.mlir", BLOCKED)
+    code, out, err = run(["check", str(tmp_path)], capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines() == [err.strip()] and err.startswith(f"{config}: error: ")
+    assert says in err
+
+
+def test_check_config_missing_file_exit_2(tmp_path, capsys):
+    code, _, err = run(["check", "--config", str(tmp_path / "gone.toml"), str(tmp_path)],
+                       capsys)
+    assert code == 2
+    assert err == f"{tmp_path / 'gone.toml'}: error: No such file or directory\n"
+
+
 # -- tree --------------------------------------------------------------------------------------
 
 def test_tree_small_sample_prints_op_per_line(tmp_path, capsys):

@@ -82,12 +82,17 @@ ALLOWED = {
     "async_region": {"async_region", "syntax", "op_tables", "edits", "text"},
     "parallel": {"async_region", "syntax", "edits"},
     "ide": {"ide", "async_region", "syntax", "edits", "text", "op_tables", "parallel"},
-    "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables"},
+    "walk": set(),
+    "options": {"async_region", "walk"},
+    "config": {"async_region", "options", "walk"},
+    "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables",
+               "options", "config"},
     "report": {"async_region", "text"},
     "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables",
-            "report"},
+            "options", "config", "walk", "report"},
 }
-THIRD_PARTY = {"lark": {"syntax"}, "pygls": {"server", "cli"}, "lsprotocol": {"server", "cli"}}
+THIRD_PARTY = {"lark": {"syntax"}, "pygls": {"server", "cli"}, "lsprotocol": {"server", "cli"},
+               "pathspec": {"walk"}}
 
 
 def _imports(path: Path) -> set[str]:

@@ -188,6 +188,9 @@ function serverSettings(): Record<string, unknown> {
     threadLaunch: config.get<boolean>("threadLaunch", false),
     waitsOnHints: config.get<boolean>("waitsOnHints", true),
     severity: config.get<Record<string, string>>("severity", {}),
+    // Unset: left out, so that the repository's configuration file decides.
+    select: config.get<string[]>("select"),
+    ignore: config.get<string[]>("ignore"),
   };
 }
 
