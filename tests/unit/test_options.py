@@ -67,6 +67,16 @@ def test_package_json_setting_matches_its_option(option):
             assert schema == {"type": "string", "enum": list(SEVERITY_CHOICES)}
 
 
+def test_vscode_extension_sends_each_server_setting_of_the_registry():
+    """extension.ts sends the settings in SERVER_SETTINGS (when the user set them): those the
+    registry offers the editors, none of the extension's own."""
+    source = (MANIFEST.parent / "src" / "extension.ts").read_text()
+    found = re.search(r"const SERVER_SETTINGS = \[([^\]]*)\];", source)
+    assert found, "no SERVER_SETTINGS list in extension.ts"
+    sent = re.findall(r'"([^"]+)"', found.group(1))
+    assert sorted(sent) == sorted(o.setting for o in EDITOR_OPTIONS)
+
+
 def test_config_fields_are_the_file_options_with_their_defaults():
     fields = [f for f in dataclasses.fields(Config) if f.name != "path"]
     assert [f.name for f in fields] == [o.field for o in FILE_OPTIONS]

@@ -15,11 +15,11 @@ import * as path from "path";
 import * as vscode from "vscode";
 import {
   CloseAction,
+  DidChangeConfigurationNotification,
   ErrorAction,
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
-
   TransportKind,
 } from "vscode-languageclient/node";
 
@@ -47,8 +47,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("gpuAsyncLsp.restartServer", () => restart()),
     vscode.commands.registerCommand("gpuAsyncLsp.showOutput", () => output?.show(true)),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      // strict, semantics, threadLaunch, waitsOnHints and severity reach the running server through the client's
-      // configuration synchronization; a new command needs a new process.
+      // The server's settings reach the running server through the client's configuration
+      // synchronization (clientOptions.middleware); a new command needs a new process.
       if (
         event.affectsConfiguration(`${SECTION}.server.command`) ||
         event.affectsConfiguration(`${SECTION}.interpreter`) ||
@@ -118,8 +118,19 @@ async function doStart(): Promise<void> {
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ language: "mlir" }, { pattern: "**/*.mlir" }],
-    synchronize: { configurationSection: SECTION },
     initializationOptions: () => serverSettings(),
+    // The client calls the middleware once started and on each change of the section. Left
+    // to itself it would send the whole section, package.json's defaults included, which
+    // would hide the repository's configuration file; it sends what the user set instead.
+    synchronize: { configurationSection: SECTION },
+    middleware: {
+      workspace: {
+        didChangeConfiguration: () =>
+          lc.sendNotification(DidChangeConfigurationNotification.type, {
+            settings: { [SECTION]: serverSettings() },
+          }),
+      },
+    },
     outputChannel: output,
     traceOutputChannel: traceOutput,
     errorHandler: {
@@ -179,19 +190,41 @@ function startFailure(command: string[], err: unknown): string {
   );
 }
 
-/** The settings the server reads, as initializationOptions (the same object the client syncs). */
+/** The settings of package.json that the server reads (the others start the server). */
+const SERVER_SETTINGS = ["strict", "semantics", "threadLaunch", "select", "ignore", "severity", "waitsOnHints"];
+
+/**
+ * The server's settings that the user set, as initializationOptions and with each
+ * workspace/didChangeConfiguration. A setting the user did not set is left out, never sent
+ * as package.json's default: the server then takes the value of the repository's
+ * configuration file (gpu-async-lsp.toml, [tool.gpu-async-lsp] in pyproject.toml), else its
+ * own default. A setting the user removes is left out of the next notification, and the
+ * file's value applies again. The value sent is VS Code's (user < workspace, `[mlir]` ones
+ * over those).
+ */
 function serverSettings(): Record<string, unknown> {
-  const config = vscode.workspace.getConfiguration(SECTION);
-  return {
-    strict: config.get<boolean>("strict", false),
-    semantics: config.get<string>("semantics", "original"),
-    threadLaunch: config.get<boolean>("threadLaunch", false),
-    waitsOnHints: config.get<boolean>("waitsOnHints", true),
-    severity: config.get<Record<string, string>>("severity", {}),
-    // Unset: left out, so that the repository's configuration file decides.
-    select: config.get<string[]>("select"),
-    ignore: config.get<string[]>("ignore"),
-  };
+  const config = vscode.workspace.getConfiguration(SECTION, { languageId: "mlir" });
+  const settings: Record<string, unknown> = {};
+  for (const key of SERVER_SETTINGS) {
+    if (setByUser(config.inspect(key))) {
+      settings[key] = config.get(key);
+    }
+  }
+  return settings;
+}
+
+/** Whether a setting has a value in the user's, the workspace's or a folder's settings,
+ * for all languages or for `[mlir]` (not only a default). */
+function setByUser(inspected: ReturnType<vscode.WorkspaceConfiguration["inspect"]>): boolean {
+  if (!inspected) return false;
+  return [
+    inspected.globalValue,
+    inspected.workspaceValue,
+    inspected.workspaceFolderValue,
+    inspected.globalLanguageValue,
+    inspected.workspaceLanguageValue,
+    inspected.workspaceFolderLanguageValue,
+  ].some((value) => value !== undefined);
 }
 
 async function serverCommand(): Promise<string[]> {
