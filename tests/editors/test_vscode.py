@@ -26,6 +26,10 @@ A fourth ("llvm22") starts with gpuAsyncLsp.semantics "llvm22" in the user setti
 file's gpu.wait is no error and its lens offers the rewrite; switching the setting to "original"
 in the running editor brings the error back, switching back and clicking the lens gives
 `check --fix --semantics llvm22` output.
+A fifth ("config-file") has a gpu-async-lsp.toml with semantics "llvm22" in the workspace
+folder and no gpuAsyncLsp.semantics in the user settings: the file applies; the user setting
+"original" wins over it; removed, the file applies again. The extension sends the server only
+the settings the user set (read from the client's verbose trace).
 Screenshots go to tests/artifacts/vscode/<scenario>/.
 """
 
@@ -223,13 +227,12 @@ def test_readme_pictures_are_the_screenshots_the_test_makes() -> None:
 
 
 def test_vscode_manifest_declares_the_thread_launch_setting() -> None:
-    """gpuAsyncLsp.threadLaunch is a setting, off by default, and the extension sends it."""
+    """gpuAsyncLsp.threadLaunch is a setting, off by default. (That the extension sends it
+    when set: tests/unit/test_options.py.)"""
     props = json.loads(MANIFEST.read_text())["contributes"]["configuration"]["properties"]
     setting = props["gpuAsyncLsp.threadLaunch"]
     assert setting["type"] == "boolean" and setting["default"] is False
     assert "gpu.launch" in setting["markdownDescription"]
-    source = (MANIFEST.parent / "src" / "extension.ts").read_text()
-    assert 'threadLaunch: config.get<boolean>("threadLaunch", false)' in source
 
 
 def test_vscode_problems_settings_restart_and_code_action(tmp_path: Path) -> None:
@@ -309,19 +312,59 @@ def test_vscode_code_lens_inlay_hints_hover_definition_shown_and_lens_rewrites(
 
 def test_vscode_semantics_llvm22_from_user_settings_reaches_the_server(tmp_path: Path) -> None:
     """Also: with no server command, a gpu-async-lsp on PATH (this environment's) is the
-    server (importStrategy fromEnvironment)."""
+    server (importStrategy fromEnvironment). The server gets the settings the user set, and
+    none of the others (package.json's defaults)."""
     on_path = Path(sys.executable).parent / "gpu-async-lsp"
     assert on_path.exists(), on_path
     workspace, _ = _run_driver(tmp_path, "llvm22", [],
                                {"gpuAsyncLsp.semantics": "llvm22",
                                 # as information, so that Problems lists it (not hints)
                                 "gpuAsyncLsp.severity": {"sync-gpu-ops": "information"},
+                                "gpuAsyncLsp.trace.server": "verbose",
                                 # settings.json in a tab, not a modal editor over the file
                                 "workbench.editor.useModal": "off"})
     assert (workspace / "blocked.mlir").read_text() == _check_fix(
         BLOCKED.read_text(), "blocked.mlir", "--semantics", "llvm22")
     log = (tmp_path / "extension-output.log").read_text()
     assert f"starting: {on_path}\n" in log, log[-3000:]
+    user_set = {"semantics": "llvm22", "severity": {"sync-gpu-ops": "information"}}
+    (initialize,) = _traced(tmp_path, "request 'initialize")
+    assert initialize["initializationOptions"] == user_set
+    changes = [p["settings"] for p in _traced(tmp_path, "notification 'workspace/didChangeConfiguration'")]
+    assert changes[0] == changes[-1] == {"gpuAsyncLsp": user_set}, changes
+    assert {"gpuAsyncLsp": {**user_set, "semantics": "original"}} in changes, changes
+
+
+def test_vscode_repository_config_file_applies_unless_the_user_sets_the_setting(
+        tmp_path: Path) -> None:
+    """A gpu-async-lsp.toml in the workspace folder with semantics llvm22 applies while the
+    user settings do not set gpuAsyncLsp.semantics; the user's "original" wins over it; removed
+    again, the file's applies. On the wire: no server setting at initialize (the user set
+    none), then semantics alone, then none again."""
+    _run_driver(tmp_path, "config-file", [sys.executable, "-m", "gpu_async_lsp"],
+                {"gpuAsyncLsp.trace.server": "verbose", "workbench.editor.useModal": "off"},
+                files={"gpu-async-lsp.toml": ('semantics = "llvm22"\n'
+                                              'severity = { sync-gpu-ops = "information" }\n')})
+    (initialize,) = _traced(tmp_path, "request 'initialize")
+    assert initialize["initializationOptions"] == {}
+    changes = [p["settings"] for p in _traced(tmp_path, "notification 'workspace/didChangeConfiguration'")]
+    assert changes[0] == changes[-1] == {"gpuAsyncLsp": {}}, changes
+    assert {"gpuAsyncLsp": {"semantics": "original"}} in changes, changes
+    assert all(c in ({"gpuAsyncLsp": {}}, {"gpuAsyncLsp": {"semantics": "original"}})
+               for c in changes), changes
+
+
+def _traced(tmp_path: Path, message: str) -> list[dict]:
+    """The params of each message the client sent that the trace (gpuAsyncLsp.trace.server
+    "verbose") names `message` (e.g. "request 'initialize"), in order."""
+    traces = sorted((tmp_path / "user-data").glob("logs/**/*GPU Async Language Server Trace.log"))
+    assert traces, "no trace log of the language client"
+    text = "\n".join(t.read_text(errors="replace") for t in traces)
+    decoder = json.JSONDecoder()
+    found = []
+    for match in re.finditer(re.escape(f"Sending {message}") + r"[^\n]*\nParams: ", text):
+        found.append(decoder.raw_decode(text, match.end())[0])
+    return found
 
 
 def _llvm22_scenario(tmp_path: Path, blocked_text: str) -> dict:
@@ -421,11 +464,13 @@ def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: st
 
 def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
                 settings: dict | None = None, path: str | None = None,
-                extra: dict | None = None) -> tuple[Path, str]:
+                extra: dict | None = None,
+                files: dict[str, str] | None = None) -> tuple[Path, str]:
     """Runs vscode_e2e.mjs with SCENARIO against a fresh code-server, with `settings` added to
-    the user settings and `extra` to the driver's configuration; `path`: the PATH the editor
-    (and so the extension) sees, after Node's folder (default: this Python's folder first,
-    then the test's PATH). Fails with its logs; returns the workspace and the expected fix."""
+    the user settings, `extra` to the driver's configuration and `files` (name: text) to the
+    workspace folder; `path`: the PATH the editor (and so the extension) sees, after Node's
+    folder (default: this Python's folder first, then the test's PATH). Fails with its logs;
+    returns the workspace and the expected fix."""
     found, missing = _requirements()
     if missing:
         message = (f"missing {', '.join(missing)}: run scripts/install-editor-test-deps")
@@ -448,6 +493,8 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
     (tmp_path / "expected.mlir").write_text(expected)
     if scenario == "lens":  # and a third, with an inline gpu.launch
         shutil.copyfile(INLINE_LAUNCH, workspace / INLINE_LAUNCH.name)
+    for name, text in (files or {}).items():
+        (workspace / name).write_text(text)
     func_line = next(i for i, line in enumerate(sync_lines, 1) if "func.func @scale" in line)
     func_column = sync_lines[func_line - 1].index("@scale") + 1
 
@@ -535,7 +582,8 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
             **({"quickFix": _quick_fix_config(tmp_path, blocked_text),
                 "launchFix": _launch_fix_config(tmp_path, workspace)}
                if scenario == "lens" else {}),
-            **(_llvm22_scenario(tmp_path, blocked_text) if scenario == "llvm22" else {}),
+            **(_llvm22_scenario(tmp_path, blocked_text)
+               if scenario in ("llvm22", "config-file") else {}),
             **(extra or {}),
         }))
         # Its own process group, so that a timeout also ends the Chromium it started.

@@ -25,6 +25,11 @@
 // the hint, and its lens offers the rewrite. The setting changed to "original" in the user
 // settings (JSON) brings the error and the blocked lens to the running editor; set back to
 // "llvm22", they go; the lens, clicked, and a save give `check --fix --semantics llvm22` output.
+// With scenario "config-file": the workspace folder has a gpu-async-lsp.toml with semantics
+// "llvm22" (and sync-gpu-ops as information), the user settings have no gpuAsyncLsp.semantics.
+// The file applies: the blocked file's gpu.wait is no error, its lens offers the rewrite. The
+// user setting "original" wins over the file: the error and the blocked lens come back. The
+// user setting removed, the file applies again: the error goes.
 // CONFIG: {scenario, playwright, chromium, url, artifacts, settings, blocked, sync, expected,
 //          funcName, line, column, lens, quickFix?, launchFix?, llvm22?, expectedLlvm22?,
 //          toast?, setting?}
@@ -294,10 +299,15 @@ async function lensHintsHoverDefinition(page) {
 
 // A user setting changed as a user would: Preferences: Open User Settings (JSON) (a tab, with
 // workbench.editor.useModal off), the text replaced, saved, the tab closed. (settings.json
-// written to disk behind the editor's back was not picked up.)
+// written to disk behind the editor's back was not picked up.) `value` undefined: the setting
+// is removed.
 async function setUserSetting(page, key, value) {
   const settings = JSON.parse(fs.readFileSync(config.settings, "utf8"));
-  settings[key] = value;
+  if (value === undefined) {
+    delete settings[key];
+  } else {
+    settings[key] = value;
+  }
   await runCommand(page, "Preferences: Open User Settings (JSON)");
   await page.locator(".tab.active", { hasText: "settings.json" }).waitFor({ timeout: 15000 });
   const settingsEditor = page.locator(".editor-group-container.active .monaco-editor .view-lines").first();
@@ -312,7 +322,7 @@ async function setUserSetting(page, key, value) {
   await until(`settings.json to have ${key} = ${JSON.stringify(value)}`, saved, 10000);
   await page.locator(".tab.active.dirty").waitFor({ state: "detached", timeout: 10000 });
   await runCommand(page, "View: Close Editor"); // back to the file it was opened over
-  log(`user setting ${key} = ${JSON.stringify(value)}`);
+  log(value === undefined ? `user setting ${key} removed` : `user setting ${key} = ${JSON.stringify(value)}`);
 }
 
 async function llvm22Semantics(page) {
@@ -362,6 +372,43 @@ async function llvm22Semantics(page) {
   await shot(page, "llvm22-lens-saved");
 }
 
+async function configFile(page) {
+  const s = config.llvm22;
+  const waitProblem = () =>
+    page.locator(".markers-panel .monaco-list-row", { hasText: "pre-existing gpu.wait" }).first();
+  const lensLink = (title) =>
+    page.locator(".monaco-editor .codelens-decoration a", { hasText: title }).first();
+  await openFile(page, path.basename(config.blocked));
+  await runCommand(page, "View: Focus Problems");
+
+  // The repository's file applies (no user setting): LLVM 22's semantics, the hint as
+  // information.
+  const hintRow = page.locator(".markers-panel .monaco-list-row", { hasText: s.hint }).first();
+  await hintRow.waitFor({ state: "visible", timeout: 60000 });
+  await hintRow.locator(".codicon-info").first().waitFor({ timeout: 5000 });
+  await lensLink(s.title).waitFor({ state: "visible", timeout: 30000 });
+  const panelText = await page.locator(".markers-panel").innerText();
+  if (/pre-existing/.test(panelText)) {
+    throw new Error(`with the file's semantics llvm22, Problems lists the gpu.wait:\n${panelText}`);
+  }
+  log(`gpu-async-lsp.toml: semantics llvm22, no pre-existing-wait; lens "${s.title}"`);
+  await shot(page, "config-file-llvm22");
+
+  // A user setting wins over the file.
+  await setUserSetting(page, "gpuAsyncLsp.semantics", "original");
+  await waitProblem().locator(".codicon-error").first().waitFor({ state: "attached", timeout: 30000 });
+  await lensLink(s.blockedTitle).waitFor({ state: "visible", timeout: 30000 });
+  log("user setting original over the file: the pre-existing-wait error and the blocked lens");
+  await shot(page, "config-file-user-original");
+
+  // Removed, the file's value applies again.
+  await setUserSetting(page, "gpuAsyncLsp.semantics", undefined);
+  await waitProblem().waitFor({ state: "detached", timeout: 30000 });
+  await lensLink(s.title).waitFor({ state: "visible", timeout: 30000 });
+  log("user setting removed: the file's llvm22 again, the error is gone");
+  await shot(page, "config-file-llvm22-again");
+}
+
 try {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   page = await context.newPage();
@@ -379,6 +426,8 @@ try {
     await lensHintsHoverDefinition(page);
   } else if (config.scenario === "llvm22") {
     await llvm22Semantics(page);
+  } else if (config.scenario === "config-file") {
+    await configFile(page);
   } else {
 
   // Step 1: the pre-existing gpu.wait is an error in the Problems panel.
