@@ -57,6 +57,28 @@ if NVIM is None and not os.environ.get("CI"):
 INIT = r"""
 local P = vim.json.decode(table.concat(vim.fn.readfile(os.getenv('GPU_ASYNC_NVIM_PARAMS')), '\n'))
 vim.opt.runtimepath:prepend(P.editor_dir)
+-- What the client sends the server, as it goes to the RPC layer: the initializationOptions and
+-- the settings of each workspace/didChangeConfiguration (the driver reports them).
+_G.gpu_async_sent = { initialized = false, changes = {} }
+local rpc_start = vim.lsp.rpc.start
+vim.lsp.rpc.start = function(...)
+  local rpc = rpc_start(...)
+  local request, notify = rpc.request, rpc.notify
+  rpc.request = function(method, params, ...)
+    if method == 'initialize' then
+      _G.gpu_async_sent.initialized = true
+      _G.gpu_async_sent.init_options = params.initializationOptions
+    end
+    return request(method, params, ...)
+  end
+  rpc.notify = function(method, params)
+    if method == 'workspace/didChangeConfiguration' then
+      table.insert(_G.gpu_async_sent.changes, params.settings)
+    end
+    return notify(method, params)
+  end
+  return rpc
+end
 if vim.lsp.log and vim.lsp.log.set_level then vim.lsp.log.set_level('debug')
 else vim.lsp.set_log_level('debug') end
 if P.fold then -- folding as editors/nvim/README.md shows it (0.11+)
@@ -101,6 +123,7 @@ local uv = vim.uv or vim.loop
 local runner
 
 local function write_out()
+  out.sent = _G.gpu_async_sent
   vim.fn.writefile({ vim.json.encode(out) }, params.out)
 end
 
@@ -381,7 +404,6 @@ local function run_file(spec)
   rec.offset_encoding = client.offset_encoding
   rec.client_name = client.name
   rec.cmd = client.config.cmd
-  rec.settings = client.settings or client.config.settings
   rec.root_dir = client.root_dir or client.config.root_dir
   local ns = vim.lsp.diagnostic.get_namespace(client.id, false)
   local diags = {}
@@ -588,6 +610,15 @@ def _drive(nvim: str, tmp: Path, mode: str, files: list[dict], strict: bool = Fa
     return result
 
 
+def _sent(result: dict) -> tuple[dict | None, list[dict]]:
+    """What the client sent the server (INIT records it): its initializationOptions (None:
+    none) and the settings of each workspace/didChangeConfiguration."""
+    sent = result["sent"]
+    assert sent["initialized"], sent
+    # (Lua's JSON writes an empty table as [].)
+    return sent.get("init_options"), list(sent["changes"])
+
+
 @pytest.mark.parametrize("mode", ["enable", "setup"])
 def test_diagnostics_and_code_actions_in_neovim(nvim, tmp_path, mode):
     _needs(nvim, mode)
@@ -607,11 +638,13 @@ def test_diagnostics_and_code_actions_in_neovim(nvim, tmp_path, mode):
          "title": "Make GPU ops in @rewritten asynchronous"},
     ])
     sync_rec, wait_rec = result["files"]
+    # The user set no server setting: none is sent (the configuration file, else the server's
+    # defaults, decide).
+    assert _sent(result) == (None, [])
     for rec in (sync_rec, wait_rec):
         assert rec["filetype"] == "mlir"
         assert rec["cmd"] == [sys.executable, "-m", "gpu_async_lsp"]
         assert rec["offset_encoding"] == "utf-8"  # pygls picks Neovim's first choice
-        assert rec["settings"]["gpuAsyncLsp"]["strict"] is False
         assert rec["root_dir"] == str(project)  # found from the .git marker
         assert not rec["modified_after_write"]
         assert all(d["source"] == "gpu-async" for d in rec["diagnostics"])
@@ -657,7 +690,7 @@ def test_strict_mode_in_neovim(nvim, tmp_path, mode):
         {"path": str(path), "action": "code_action_apply"},
     ], strict=True)
     (rec,) = result["files"]
-    assert rec["settings"]["gpuAsyncLsp"]["strict"] is True
+    assert _sent(result) == ({"strict": True}, [{"gpuAsyncLsp": {"strict": True}}])
     assert not rec["modified_after_write"]
     assert sorted((d["lnum"] + 1, d["code"], d["message"]) for d in rec["diagnostics"]) \
         == sorted((f["location"]["line"], f["code"], f["message"]) for f in strict_findings)
@@ -695,8 +728,8 @@ def test_llvm22_semantics_accepts_pre_existing_wait_in_neovim(nvim, tmp_path, mo
         {"path": str(path), "action": "code_action_apply"},
     ], semantics="llvm22")
     (rec,) = result["files"]
-    assert rec["settings"]["gpuAsyncLsp"]["semantics"] == "llvm22"
-    assert rec["settings"]["gpuAsyncLsp"]["strict"] is False
+    # The one setting given, and not the others.
+    assert _sent(result) == ({"semantics": "llvm22"}, [{"gpuAsyncLsp": {"semantics": "llvm22"}}])
     codes = [d["code"] for d in rec["diagnostics"]]
     assert "pre-existing-wait" not in codes
     assert codes == ["sync-gpu-ops"]  # the synchronous ops, still to be rewritten
@@ -731,7 +764,7 @@ def test_quick_fix_on_pre_existing_wait_applies_llvm22_rewrite_in_neovim(nvim, t
          "title": THREAD_FIX},
     ])
     (rec,) = result["files"]
-    assert rec["settings"]["gpuAsyncLsp"]["semantics"] == "original"  # the default
+    assert _sent(result) == (None, [])  # the server's default semantics: original
     (error,) = [d for d in rec["diagnostics"] if d["code"] == "pre-existing-wait"]
     assert error["severity"] == 1  # vim.diagnostic.severity.ERROR
     assert (error["lnum"] + 1, error["message"]) == (wait["location"]["line"], wait["message"])
@@ -780,8 +813,7 @@ def test_quick_fix_on_inline_gpu_launch_threads_it_in_neovim(nvim, tmp_path, mod
          "title": LAUNCH_FIX},
     ])
     (rec,) = result["files"]
-    settings = rec["settings"]["gpuAsyncLsp"]
-    assert (settings["semantics"], settings["threadLaunch"]) == ("original", False)  # defaults
+    assert _sent(result) == (None, [])  # the server's defaults: original, no thread-launch
     (warning,) = [d for d in rec["diagnostics"] if d["code"] == "launch-not-outlined"]
     assert warning["severity"] == 2  # vim.diagnostic.severity.WARN
     assert (warning["lnum"] + 1, warning["col"] + 1, warning["message"]) == (

@@ -17,6 +17,10 @@
 --
 --   vim.lsp.config('gpu_async_lsp', { settings = { gpuAsyncLsp = { semantics = 'llvm22' } } })
 --
+-- The server gets only the settings given that way; for the others the repository's
+-- configuration file (gpu-async-lsp.toml, [tool.gpu-async-lsp] in pyproject.toml) decides,
+-- else the server's defaults.
+--
 -- Code lenses and inlay hints are turned on in each buffer the server attaches to; to keep
 -- either off, set before the first .mlir buffer opens:
 --
@@ -29,15 +33,16 @@ return {
   cmd = { 'gpu-async-lsp' },
   filetypes = { 'mlir' },
   root_markers = { '.git' },
-  -- The server's settings (it accepts the object itself or under "gpuAsyncLsp"): sent as
+  -- No `settings` of its own: the user's (under "gpuAsyncLsp") go to the server as
   -- initializationOptions (below) and with workspace/didChangeConfiguration after start-up.
-  settings = { gpuAsyncLsp = { strict = false, semantics = 'original', threadLaunch = false,
-                               waitsOnHints = true } },
+  -- A default sent here would win over the repository's configuration file.
+  --
   -- One source of truth: initializationOptions are built from `settings`, so the first analysis
-  -- already uses the user's values (no flash of non-strict results).
+  -- already uses the user's values (no flash of non-strict results). None given: none sent (an
+  -- empty Lua table would go out as the JSON array [], not as an object).
   before_init = function(params, config)
     local s = config.settings and config.settings.gpuAsyncLsp
-    if type(s) == 'table' then
+    if type(s) == 'table' and next(s) ~= nil then
       params.initializationOptions =
         vim.tbl_deep_extend('force', params.initializationOptions or {}, s)
     end

@@ -2,14 +2,19 @@
 --
 --   require('gpu_async_lsp').setup({
 --     cmd = { 'gpu-async-lsp' },          -- or { '/path/to/venv/bin/python', '-m', 'gpu_async_lsp' }
---     strict = false,                     -- true: report blockers in every func.func
---     semantics = 'original',             -- 'llvm22': LLVM 22's pass, which accepts gpu.wait
---     thread_launch = false,              -- true: thread the token through inline gpu.launch
---     settings = { severity = { ['pre-existing-wait'] = 'warning' } },  -- optional
+--     strict = true,                      -- report blockers in every func.func
+--     semantics = 'llvm22',               -- LLVM 22's pass, which accepts gpu.wait
+--     thread_launch = true,               -- thread the token through inline gpu.launch
+--     settings = { severity = { ['pre-existing-wait'] = 'warning' } },
 --     codelens = true,                    -- false: no code lenses
 --     inlay_hints = true,                 -- false: no inlay hints (they need 0.10+)
 --     -- any other vim.lsp.start() config field (on_attach, capabilities, ...) is passed on
 --   })
+--
+-- Each field is optional. The server gets only the settings given here: for the others the
+-- repository's configuration file (gpu-async-lsp.toml, [tool.gpu-async-lsp] in
+-- pyproject.toml) decides, else the server's defaults (strict off, semantics 'original',
+-- thread_launch off).
 --
 -- Starts (or reuses) one client per project root for every buffer of filetype 'mlir'.
 -- Works the same on 0.11+, where `vim.lsp.enable('gpu_async_lsp')` is the alternative.
@@ -22,9 +27,6 @@ local defaults = {
   root_markers = { '.git' },
   settings = {},
 }
--- The server's own defaults, sent when neither setup{} nor its `settings` set them.
-local server_defaults = { strict = false, semantics = 'original', threadLaunch = false,
-                          waitsOnHints = true }
 -- Options of setup() itself, not passed on to vim.lsp.start().
 local own = { strict = true, semantics = true, thread_launch = true, filetypes = true,
               root_markers = true,
@@ -94,8 +96,9 @@ end
 function M.client_config(opts, bufnr)
   opts = vim.tbl_deep_extend('force', defaults, opts or {})
   -- setup{ strict = ..., semantics = ..., thread_launch = ... } win over the same fields in
-  -- `settings`.
-  local server_settings = vim.tbl_deep_extend('force', server_defaults, opts.settings or {},
+  -- `settings`. Nothing else is added: a setting the server does not get is the repository
+  -- configuration file's.
+  local server_settings = vim.tbl_deep_extend('force', opts.settings or {},
                                               { strict = opts.strict, semantics = opts.semantics,
                                                 threadLaunch = opts.thread_launch })
   local config = {}
@@ -114,9 +117,12 @@ function M.client_config(opts, bufnr)
   end
   config.root_dir = opts.root_dir or root_dir(bufnr, opts.root_markers)
   -- The server reads the same object from initializationOptions (before the first analysis)
-  -- and from workspace/didChangeConfiguration (sent from `settings`).
-  config.init_options = server_settings
-  config.settings = { gpuAsyncLsp = server_settings }
+  -- and from workspace/didChangeConfiguration (sent from `settings`). None given: neither is
+  -- sent (an empty Lua table would go out as the JSON array [], not as an object).
+  if next(server_settings) ~= nil then
+    config.init_options = server_settings
+    config.settings = { gpuAsyncLsp = server_settings }
+  end
   return config
 end
 
