@@ -737,6 +737,37 @@ def test_llvm22_semantics_accepts_pre_existing_wait_in_neovim(nvim, tmp_path, mo
     assert path.read_bytes().decode("utf-8") == expected
 
 
+@pytest.mark.parametrize("user", [None, "original"], ids=["unset", "user_original"])
+@pytest.mark.parametrize("mode", ["enable", "setup"])
+def test_repository_config_file_decides_unless_the_user_sets_it_in_neovim(nvim, tmp_path, mode,
+                                                                          user):
+    """A gpu-async-lsp.toml with semantics = "llvm22" at the project's root: with no semantics
+    in the user's config it applies (the gpu.wait is no error); the user's 'original' wins over
+    it (the error is back)."""
+    _needs(nvim, mode)
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "gpu-async-lsp.toml").write_text('semantics = "llvm22"\n')
+    path = project / "kernels" / "wait_after_alloc.mlir"
+    path.parent.mkdir()
+    path.write_text(WAIT_AFTER_ALLOC, encoding="utf-8")
+    # `check` reads the same file: llvm22 there, the wait an error under --semantics original.
+    assert [f["code"] for f in _check_json(path)] == ["sync-gpu-ops"]
+    assert "pre-existing-wait" in {f["code"] for f in _check_json(path, "--semantics",
+                                                                   "original")}
+
+    result = _drive(nvim, tmp_path, mode, [{"path": str(path), "action": "steps", "steps": []}],
+                    **({"semantics": user} if user else {}))
+    (rec,) = result["files"]
+    codes = sorted(d["code"] for d in rec["diagnostics"])
+    if user is None:
+        assert codes == ["sync-gpu-ops"]
+        assert _sent(result) == (None, [])
+    else:
+        assert "pre-existing-wait" in codes
+        assert _sent(result) == ({"semantics": user}, [{"gpuAsyncLsp": {"semantics": user}}])
+
+
 # The example whose hand-written gpu.wait blocks its one host function (beside a gpu.module).
 BLOCKED = ROOT / "examples" / "blocked.mlir"
 THREAD_FIX = ("Make GPU ops in @scale asynchronous, threading through the existing gpu.wait "
