@@ -82,6 +82,26 @@ async def test_config_client_setting_overrides_the_file(start_server, tmp_path):
     await republished(session, uri, [HINT_H[:1] + (warning,) + HINT_H[2:]], n)
 
 
+async def test_config_setting_the_client_stops_sending_goes_back_to_the_file(start_server,
+                                                                            tmp_path):
+    """What the editors do when the user removes a setting: the next didChangeConfiguration
+    leaves the key out (VS Code: an empty section; Neovim: no key), and the file's value
+    applies again."""
+    write(tmp_path / "gpu-async-lsp.toml", "strict = true\n")
+    session = await start_server("vscode", initialization_options={"strict": False})
+    uri = document(tmp_path)
+    assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
+    n = len(session.published_for(uri))
+    session.change_configuration({})  # {"gpuAsyncLsp": {}}
+    await republished(session, uri, STRICT, n)
+    n = len(session.published_for(uri))
+    session.change_configuration({"strict": False})
+    await republished(session, uri, DEFAULT, n)
+    n = len(session.published_for(uri))
+    session.change_configuration({}, nested=False)
+    await republished(session, uri, STRICT, n)
+
+
 async def test_config_change_reported_by_the_client_republishes(start_server, tmp_path):
     """The server registers a watcher for configuration files; a change it is told of is
     read, and the documents under it are analysed again."""
