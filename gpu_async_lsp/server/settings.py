@@ -37,7 +37,8 @@ def parse_settings(raw) -> tuple[Settings, list[str]]:
     """Settings from a client's JSON value, and the problems found (those options are then
     left unset: the file's value or the default applies)."""
     problems: list[str] = []
-    if raw is None:
+    # Neovim encodes an empty Lua table (`init_options = {}`) as `[]`: no settings either.
+    if raw is None or raw == []:
         return Settings(), problems
     if isinstance(raw, dict) and isinstance(raw.get(SECTION), dict):
         raw = raw[SECTION]

@@ -139,3 +139,10 @@ def test_readme_configuration_section_names_each_key_and_flag():
                  "--force-exclude",
                  *(o.flag for o in OPTIONS if o.flag)]:
         assert f"`{flag}" in section, flag
+
+
+def test_parse_settings_empty_list_from_neovim_is_no_settings():
+    """Neovim's JSON encoder writes an empty Lua table as `[]`."""
+    settings, problems = parse_settings([])
+    assert problems == [] and settings == parse_settings(None)[0]
+    assert parse_settings([1])[1] == ["settings must be an object, not list"]
