@@ -69,6 +69,8 @@ from gpu_async_lsp.walk import printable as _printable
 # The options of `serve`; any of them first on the command line means `serve`
 # (VS Code's client appends `--stdio`).
 SERVE_OPTIONS = ("--stdio", "--tcp", "--host", "--port", "--log-file", "--log-level")
+# The output formats that carry the edits of a fix.
+FIX_FORMATS = ("json", "sarif")
 # Below this many files a progress line is not worth the noise.
 PROGRESS_MIN_FILES = 10
 
@@ -82,6 +84,9 @@ class CheckOptions:
     # (code, severity or None: not reported) of each code, from the file's configuration;
     # empty: the defaults.
     severity: tuple = ()
+    # Attach to each fixable finding the edits --fix would make (JSON `fix`, SARIF `fixes`,
+    # --statistics' fixable marks); text output shows none of them.
+    fix_details: bool = True
     # Processes one big buffer may be shared among (files checked in turn only: the workers of
     # a file pool do not fork again).
     buffer_jobs: int = 1
@@ -144,13 +149,18 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         if syntax_errors:
             rewritten = set()
         hints = [f for f in findings if f.code == SYNC_GPU_OPS and (f.start, f.end) in rewritten]
-        fixed, fixes, moved = text, _fixes(hints, edits), None
+        # Sorted once here: --fix applies them, moves the findings and the hints' lines.
+        edits = sort_edits(edits)
+        fixed, fixes, moved = text, {}, None
         if (options.fix or options.diff) and rewritten:
-            fixed, findings = findings_after_fix(text, findings, edits, rewritten)
-            fixes, moved = {}, offset_mover(sort_edits(edits))
+            moved = offset_mover(edits)
+            fixed, findings = findings_after_fix(text, findings, edits, rewritten, moved)
+        elif options.fix_details:
+            fixes = _fixes(hints, edits)
         if options.severity:  # the configuration's select, ignore and severity
             findings = reported(findings, dict(options.severity))
-            fixes = _same_fixes(fixes, findings)
+            if fixes:
+                fixes = _same_fixes(fixes, findings)
         index = LineIndex(fixed)
         result = FileResult(display, finding_dicts(index, findings, fixes))
         result.rewritten = [(f.function, index.line_of(moved(f.start) if moved else f.start) + 1)
@@ -169,11 +179,11 @@ def _same_fixes(fixes: dict, findings) -> dict:
 
 
 def _fixes(hints, edits) -> dict:
-    """Each hint -> (its function, its function's edits). The edits of a function lie in its
-    body: after its hint (on its name) and before the next function's."""
+    """Each hint -> (its function, its function's edits; `edits` sorted). The edits of a
+    function lie in its body: after its hint (on its name) and before the next function's."""
     starts = [h.start for h in hints]  # hints are sorted by offset
     out = {h: (h.function, []) for h in hints}
-    for e in sort_edits(edits):
+    for e in edits:
         i = bisect.bisect_right(starts, e.start) - 1
         if i >= 0:
             out[hints[i]][1].append(e)
@@ -264,7 +274,8 @@ def _run_parallel(files, displays, options, jobs, on_result, progress):
 
 
 def run_check(args, stdin, stdout, stderr) -> int:
-    options = CheckOptions(fix=args.fix, diff=args.diff)
+    options = CheckOptions(fix=args.fix, diff=args.diff,
+                           fix_details=args.statistics or args.output_format in FIX_FORMATS)
     paths = args.paths or ([STDIN] if args.stdin_filename else ["."])
     if STDIN in paths and len(paths) > 1:
         print(f"{PROG} check: error: '-' (stdin) cannot be combined with other paths",

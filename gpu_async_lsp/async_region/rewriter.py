@@ -443,17 +443,21 @@ class Analysis:
 
 
 def findings_after_fix(text: str, findings: list[Finding], edits: list[TextEdit],
-                       rewritten: set[tuple[int, int]]) -> tuple[str, list[Finding]]:
+                       rewritten: set[tuple[int, int]], moved=None) -> tuple[str, list[Finding]]:
     """Apply `edits`; the findings that remain are all but the hints of the rewritten functions
     (anchored at `rewritten`), their offsets moved past the edits.
 
+    Given `moved` (the `offset_mover` of `edits`), the edits are taken as sorted already
+    (`sort_edits`): a caller that needs both sorts and measures the shifts once.
+
     Re-analyzing the fixed text would cost a second parse and, in strict mode, report the
     `gpu.wait`s the rewrite itself inserted."""
-    edits = sort_edits(edits)
+    if moved is None:
+        edits = sort_edits(edits)
     if not edits:
         return text, list(findings)
-    fixed = apply_edits(text, edits)
-    moved = offset_mover(edits)
+    fixed = apply_edits(text, edits, presorted=True)
+    moved = moved or offset_mover(edits)
     remaining = []
     for f in findings:
         if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
