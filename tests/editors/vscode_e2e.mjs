@@ -325,7 +325,10 @@ async function setUserSetting(page, key, value) {
   log(value === undefined ? `user setting ${key} removed` : `user setting ${key} = ${JSON.stringify(value)}`);
 }
 
-async function llvm22Semantics(page) {
+// The blocked file open beside Problems, under LLVM 22's semantics (whoever set them): the
+// function's hint is listed as information, its lens offers the rewrite, and the gpu.wait is
+// no error. Returns the locators the scenarios go on with.
+async function openBlockedUnderLlvm22(page, why) {
   const s = config.llvm22;
   const waitProblem = () =>
     page.locator(".markers-panel .monaco-list-row", { hasText: "pre-existing gpu.wait" }).first();
@@ -333,17 +336,21 @@ async function llvm22Semantics(page) {
     page.locator(".monaco-editor .codelens-decoration a", { hasText: title }).first();
   await openFile(page, path.basename(config.blocked));
   await runCommand(page, "View: Focus Problems");
-
-  // From the start (initializationOptions): the hint is listed, the gpu.wait is not.
   const hintRow = page.locator(".markers-panel .monaco-list-row", { hasText: s.hint }).first();
   await hintRow.waitFor({ state: "visible", timeout: 60000 });
   await hintRow.locator(".codicon-info").first().waitFor({ timeout: 5000 });
   await lensLink(s.title).waitFor({ state: "visible", timeout: 30000 });
   const panelText = await page.locator(".markers-panel").innerText();
   if (/pre-existing/.test(panelText)) {
-    throw new Error(`with semantics llvm22, Problems still lists the gpu.wait:\n${panelText}`);
+    throw new Error(`with ${why}, Problems lists the gpu.wait:\n${panelText}`);
   }
-  log(`semantics llvm22: no pre-existing-wait; lens "${s.title}"`);
+  log(`${why}: no pre-existing-wait; lens "${s.title}"`);
+  return { s, waitProblem, lensLink };
+}
+
+async function llvm22Semantics(page) {
+  // From the start (initializationOptions): the hint is listed, the gpu.wait is not.
+  const { s, waitProblem, lensLink } = await openBlockedUnderLlvm22(page, "semantics llvm22");
   await shot(page, "llvm22-no-pre-existing-wait");
 
   // The running server follows the setting (workspace/didChangeConfiguration), both ways.
@@ -373,25 +380,9 @@ async function llvm22Semantics(page) {
 }
 
 async function configFile(page) {
-  const s = config.llvm22;
-  const waitProblem = () =>
-    page.locator(".markers-panel .monaco-list-row", { hasText: "pre-existing gpu.wait" }).first();
-  const lensLink = (title) =>
-    page.locator(".monaco-editor .codelens-decoration a", { hasText: title }).first();
-  await openFile(page, path.basename(config.blocked));
-  await runCommand(page, "View: Focus Problems");
-
-  // The repository's file applies (no user setting): LLVM 22's semantics, the hint as
-  // information.
-  const hintRow = page.locator(".markers-panel .monaco-list-row", { hasText: s.hint }).first();
-  await hintRow.waitFor({ state: "visible", timeout: 60000 });
-  await hintRow.locator(".codicon-info").first().waitFor({ timeout: 5000 });
-  await lensLink(s.title).waitFor({ state: "visible", timeout: 30000 });
-  const panelText = await page.locator(".markers-panel").innerText();
-  if (/pre-existing/.test(panelText)) {
-    throw new Error(`with the file's semantics llvm22, Problems lists the gpu.wait:\n${panelText}`);
-  }
-  log(`gpu-async-lsp.toml: semantics llvm22, no pre-existing-wait; lens "${s.title}"`);
+  // The repository's file applies (no user setting): LLVM 22's semantics.
+  const { s, waitProblem, lensLink } = await openBlockedUnderLlvm22(
+    page, "gpu-async-lsp.toml's semantics llvm22");
   await shot(page, "config-file-llvm22");
 
   // A user setting wins over the file.

