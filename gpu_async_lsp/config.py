@@ -248,6 +248,26 @@ class Finder:
         self._files[path] = (stamp, data, result)
         return result
 
+    def keep(self, folders) -> None:
+        """Keep only what the lookups from `folders` (the open documents') go through: the
+        server's cache stays bounded by what is open, however many folders a day visits."""
+        needed: set[str] = set()
+        for folder in folders:
+            current = os.path.abspath(folder)
+            while current not in needed:
+                needed.add(current)
+                current = os.path.dirname(current)
+        self._folders = {f: p for f, p in self._folders.items() if f in needed}
+        self._files = {p: v for p, v in self._files.items() if os.path.dirname(p) in needed}
+
+    def holds(self, path: str) -> bool:
+        """Is the file at `path` in the cache?"""
+        return path in self._files
+
+    def __len__(self) -> int:
+        """How many files the cache holds."""
+        return len(self._files)
+
     def forget(self, path: str | None = None) -> None:
         """The file at `path` (every file when None) may have changed, whatever its stamp
         says; every folder is resolved afresh."""

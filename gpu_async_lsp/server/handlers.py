@@ -259,7 +259,8 @@ SEMANTIC_TOKENS_LEGEND = lsp.SemanticTokensLegend(semantic.TOKEN_TYPES, semantic
 
 def statistics(ls: GpuAsyncServer, params):
     """`gpuAsyncLsp/statistics`: what the server holds (for tests and curious users)."""
-    return {"documents": len(ls.documents), "cache": ls.cache.statistics().as_json()}
+    return {"documents": len(ls.documents), "cache": ls.cache.statistics().as_json(),
+            "configFiles": len(ls.configs)}
 
 
 STATISTICS = "gpuAsyncLsp/statistics"

@@ -205,6 +205,11 @@ class GpuAsyncServer(LanguageServer):
         if state is None or not state.mlir:
             return
         self.protocol.send_json_text(responses.publication(uri, None, ""))
+        # The configuration files of folders no open document is under go too.
+        self.configs.keep(f for f in map(_folder_of, (d.uri for d in self.documents))
+                          if f is not None)
+        self._config_errors = {p: e for p, e in self._config_errors.items()
+                               if self.configs.holds(p)}
         # What the document held is freed by reference counting now; what else can go goes
         # once the closing is over (an editor closes many at once).
         self.release_later(RELEASE_DELAY)

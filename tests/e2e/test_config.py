@@ -162,3 +162,25 @@ async def test_config_uri_no_file_can_have_gets_the_defaults(start_server):
     for uri in ["file:///e2e/config/a%00b/doc.mlir", "untitled:Untitled-1.mlir"]:
         assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
     assert session.warnings == []
+
+
+async def test_config_files_kept_only_for_open_documents(start_server, tmp_path):
+    """A day of folders: the configuration files of the folders no document is open in any
+    more are let go on close (gpuAsyncLsp/statistics' configFiles)."""
+    from tests.e2e.test_long_session import statistics
+
+    session = await start_server("vscode")
+    kept = document(tmp_path / "kept")
+    write(tmp_path / "kept" / "gpu-async-lsp.toml", "strict = true\n")
+    assert summaries(await session.open_and_wait(kept, DOC)) == STRICT
+    for i in range(12):
+        folder = tmp_path / f"visited{i}"
+        write(folder / "pyproject.toml", IGNORE_WAIT)
+        uri = document(folder)
+        assert summaries(await session.open_and_wait(uri, DOC)) == WITHOUT_WAIT
+        session.close(uri)
+    # (the close is a notification: statistics, a request after it, is answered after it)
+    stats = await statistics(session)
+    assert stats["documents"] == 1 and stats["configFiles"] == 1
+    session.close(kept)
+    assert (await statistics(session))["configFiles"] == 0

@@ -36,6 +36,23 @@ def test_finder_pyproject_table_found_from_a_nested_folder(tmp_path):
     assert found.path == str(path) and found.strict is True
 
 
+def test_finder_keep_drops_what_the_open_folders_do_not_go_through(tmp_path):
+    """The server keeps the configurations of the open documents' folders only."""
+    kept = write(tmp_path / "a" / "gpu-async-lsp.toml", "strict = true\n")
+    dropped = write(tmp_path / "b" / "gpu-async-lsp.toml", 'semantics = "llvm22"\n')
+    finder = Finder()
+    for i in range(50):  # a day of folders visited
+        assert finder.find(tmp_path / "b" / f"d{i}").semantics == "llvm22"
+    assert finder.find(tmp_path / "a" / "x").strict is True
+    finder.keep([tmp_path / "a" / "x"])
+    assert finder.holds(str(kept)) and not finder.holds(str(dropped))
+    assert set(finder._folders) == {str(tmp_path / "a" / "x"), str(tmp_path / "a")}
+    # What was dropped is found again when asked for.
+    assert finder.find(tmp_path / "b" / "d0").semantics == "llvm22"
+    finder.keep([])
+    assert finder._folders == {} and finder._files == {}
+
+
 def test_finder_gpu_async_lsp_toml_wins_over_pyproject_beside_it(tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.gpu-async-lsp]\nstrict = true\n')
     own = write(tmp_path / "gpu-async-lsp.toml", 'semantics = "llvm22"\n')
