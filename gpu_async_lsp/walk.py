@@ -24,6 +24,7 @@ Imports nothing of the analysis; no pygls.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Sequence
 
@@ -50,7 +51,7 @@ def invalid_pattern(pattern: str) -> str | None:
         return "empty pattern"
     try:
         GitIgnoreSpec.from_lines([pattern])
-    except ValueError as e:
+    except (ValueError, re.error) as e:  # re.error: `[z-a]`, a range pathspec passes on
         return str(e)
     return None
 
@@ -60,7 +61,7 @@ def _compile(lines: Sequence[str]) -> GitIgnoreSpec:
     leaves them."""
     try:
         return GitIgnoreSpec.from_lines(lines)
-    except ValueError:
+    except (ValueError, re.error):
         return GitIgnoreSpec.from_lines([line for line in lines
                                          if invalid_pattern(line) is None])
 

@@ -176,6 +176,7 @@ INVALID = [
      "invalid 'severity': must be a table mapping finding codes to severities"),
     ("gpu-async-lsp.toml", 'exclude = ["\\\\"]\n', "invalid 'exclude': invalid pattern"),
     ("gpu-async-lsp.toml", 'exclude = [""]\n', "invalid 'exclude': invalid pattern '': empty"),
+    ("gpu-async-lsp.toml", 'exclude = ["[z-a]"]\n', "invalid 'exclude': invalid pattern '[z-a]'"),
     ("pyproject.toml", '[tool]\ngpu-async-lsp = 3\n',
      "[tool.gpu-async-lsp] must be a table, not 3"),
     ("gpu-async-lsp.toml", b"strict = true # \xff\n", "not valid UTF-8 (byte 0xff at offset 16)"),
@@ -186,7 +187,7 @@ INVALID = [
                          ids=["bad_toml", "repeated_key", "unknown_key", "setting_name",
                               "wrong_type", "unknown_semantics", "codes_not_a_list",
                               "unknown_code", "unknown_severity_code", "unknown_severity",
-                              "severity_not_a_table", "bad_pattern", "empty_pattern",
+                              "severity_not_a_table", "bad_pattern", "empty_pattern", "bad_range",
                               "table_not_a_table", "not_utf8"])
 def test_finder_invalid_file_is_one_error_naming_file_and_key(tmp_path, name, text, says):
     path = write(tmp_path / name, text)

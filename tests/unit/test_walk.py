@@ -107,7 +107,7 @@ def test_walk_folder_named_explicitly_is_walked_though_ignored(tmp_path):
 
 def test_walk_invalid_gitignore_lines_are_passed_over(tmp_path):
     touch(tmp_path, "a.mlir", "b.mlir")
-    (tmp_path / ".gitignore").write_text("!\n\\\na.mlir\n")
+    (tmp_path / ".gitignore").write_text("!\n\\\n[z-a]\na.mlir\n")
     assert found(tmp_path) == ["b.mlir"]
 
 
@@ -141,7 +141,8 @@ def test_patterns_outside_base_match_only_unanchored_patterns(tmp_path):
 
 
 @pytest.mark.parametrize("pattern, valid", [("build/", True), ("**/x.mlir", True),
-                                            ("", False), ("!", False), ("\\", False)])
+                                            ("", False), ("!", False), ("\\", False),
+                                            ("[z-a]", False)])
 def test_invalid_pattern_says_why(pattern, valid):
     assert (invalid_pattern(pattern) is None) == valid
 
