@@ -61,8 +61,9 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
     """publishDiagnostics for an analysis, as JSON text assembled from one cached fragment
     per unit: a unit whose place (line, column) and findings did not change since the last
     publication costs nothing (a keystroke re-renders one unit). `severity`: each code's
-    severity; a code mapped to None is not published (not selected, or ignored). The
-    fragments are kept by its identity (server/settings.py keeps one dict per table)."""
+    severity; a code mapped to None is not published (not selected, or ignored), and the
+    fragments are kept with its content."""
+    table = tuple(severity.items())
     parts = [json.dumps(convert.diagnostic_json(uri, index, f, encoding, severity))
              for f in a.header_findings if severity.get(f.code, f.severity) is not None]
     for unit in a.units:
@@ -70,7 +71,7 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
         if not result.findings:
             continue
         base = index.position(unit.base, encoding)
-        key = (uri, encoding, base.line, base.character, id(severity))
+        key = (uri, encoding, base.line, base.character, table)
         cached = result.fragment
         if cached is None or cached[0] != key:
             positions = result.positions(encoding)

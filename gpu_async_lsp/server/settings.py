@@ -69,13 +69,6 @@ def effective(config: Config, settings: Settings) -> Config:
     return config.with_values(dict(settings.overrides)) if settings.overrides else config
 
 
-_TABLES: dict[tuple, dict[str, Severity | None]] = {}
-
-
 def severity_table(config: Config) -> dict[str, Severity | None]:
-    """Each code's severity as published (None: not published), one dict per distinct table
-    for the whole process: publications cache their JSON by the table's identity, which
-    therefore is never reused for another table."""
-    table = config.severities()
-    key = tuple(table.items())
-    return _TABLES.setdefault(key, table)
+    """Each code's severity as published (None: not published)."""
+    return config.severities()
