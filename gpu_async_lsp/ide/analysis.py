@@ -436,7 +436,8 @@ class Analyzer:
         containers: list[Container] = []
         chunks = []
         errors = False
-        marked = suppression.MARKER in text  # any suppression comment at all
+        # Any suppression comment at all: what those outside each unit hide there.
+        marked = suppression.Outside(text) if suppression.MARKER in text else None
         for start, end, units in split_document(text):
             chunks.append((start, end))
             errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed,
@@ -462,7 +463,7 @@ class Analyzer:
                                 options=self._options)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
-               findings: list, placed: list, containers: list, marked: bool) -> bool:
+               findings: list, placed: list, containers: list, marked: suppression.Outside | None) -> bool:
         errors = False
         for unit in units:
             if unit.region is not None:
@@ -483,8 +484,7 @@ class Analyzer:
                                       containers, marked)
                 continue
             source = text[unit.start:unit.end]
-            outside = (suppression.outside(text, unit.start, unit.end) if marked
-                       else suppression.NO_CONTEXT)
+            outside = marked.of(unit.start, unit.end) if marked else suppression.NO_CONTEXT
             cached = self.cache.get((source, dialect, device, outside, self._options))
             if cached is None:  # analysed with the others missing (_analyze): its text for now
                 placed.append(PlacedUnit(unit.start, source, dialect, device, outside))

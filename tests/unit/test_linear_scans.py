@@ -451,3 +451,23 @@ def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
     options = (False, "original", False)
     assert_linear(lambda units: analysis.shared_results(units, options),
                   lambda n: [("x" * 40, None, False, NO_CONTEXT)] * n, 20_000)
+
+
+def test_suppression_context_of_many_units_on_one_line_linear():
+    """What comments outside each unit hide there, for a module written on one line (as
+    minified IR is): each unit's line was read again for each unit (80k units: 33 s)."""
+    from gpu_async_lsp.async_region.suppression import Outside
+
+    unit = "func.func @f() { return } "
+
+    def make(n):
+        return "// gpu-async-lsp: ignore\nmodule {" + unit * n + "}  // gpu-async-lsp: ignore\n"
+
+    def run(text):
+        context = Outside(text)
+        at = text.index("func.func")
+        while at >= 0:
+            context.of(at, at + len(unit) - 1)
+            at = text.find("func.func", at + 1)
+    assert_linear(run, make, 5000)
+
