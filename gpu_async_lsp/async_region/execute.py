@@ -548,10 +548,15 @@ def _post_order(func: Op) -> list[Op]:
     return out
 
 
+def has_execute(func) -> bool:
+    """Does the function hold an async.execute (whose phases LLVM 22's pass runs)?"""
+    return any(op.name == EXECUTE for op in func.walk())
+
+
 def run_phases(walker) -> None:
     """DeferWait and SingleTokenUse on the walker's plan, or an unsupported-form blocker on
     the function when what they would change cannot be edited in place."""
-    if not any(op.name == EXECUTE for op in walker.rw.func.walk()):
+    if not has_execute(walker.rw.func):
         return
     phases = ExecutePhases(walker)
     try:

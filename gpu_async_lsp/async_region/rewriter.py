@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass, field
 
 from gpu_async_lsp.async_region import findings as F
-from gpu_async_lsp.async_region.execute import run_phases
+from gpu_async_lsp.async_region.execute import has_execute, run_phases
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
 from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
 from gpu_async_lsp.edits import TextEdit, apply_edits, sort_edits
@@ -37,7 +37,7 @@ from gpu_async_lsp.syntax import Block, Document, Op, parse_document
 from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING
 
 TOKEN_TYPE = "!gpu.async.token"
-_RENDERING = threading.Lock()
+_RENDERING = threading.RLock()
 
 # Which pass the rewrite follows: the 2020 pass (refuses pre-existing `gpu.wait`s and async ops)
 # or LLVM 22's, which threads the current token into them.
@@ -202,18 +202,40 @@ class FunctionRewrite:
     name: str  # `@f`
     sync_ops: list[Op] = field(default_factory=list)
     blockers: list[Finding] = field(default_factory=list)
-    steps: list[AsyncStep | WaitStep | ThreadStep] = field(default_factory=list)  # walk order
     semantics: str = ORIGINAL
     thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
-    # The walk's plan until it is rendered: findings (what a first publication needs) come
-    # from the walk alone, edits on first request (a code action, --fix).
+    # The walk's steps, in walk order; None after a walk that looked for findings only
+    # (`analyze_function(plan=False)`: what a first publication needs), until the first
+    # request for them or for the edits walks the function again, planning (`_text`: its
+    # text for that walk).
+    _steps: list[AsyncStep | WaitStep | ThreadStep] | None = field(
+        default_factory=list, repr=False)
+    _text: str | None = field(default=None, repr=False, compare=False)
+    # The walk's plan until it is rendered: edits on first request (a code action, --fix).
     _walker: tuple | None = field(default=None, repr=False, compare=False)  # (walker, phases)
     _edits: list[TextEdit] | None = field(default=None, repr=False)
+
+    @property
+    def steps(self) -> list[AsyncStep | WaitStep | ThreadStep]:
+        """What the walk does to each op it changes (and each wait it inserts), in walk order."""
+        if self._steps is None:
+            self._walk_planning()
+        return self._steps
+
+    def _walk_planning(self) -> None:
+        with _RENDERING:  # once, whichever thread asks first
+            if self._steps is not None:
+                return
+            full = analyze_function(self._text, self.func, self.semantics, self.thread_launch)
+            self._walker, self._text = full._walker, None
+            self._steps = full._steps  # last: another thread reads steps once this is set
 
     @property
     def edits(self) -> list[TextEdit]:
         """The function's edits (also of a blocked function: what the rewrite would do)."""
         if self._edits is None:
+            if self._steps is None:
+                self._walk_planning()
             with _RENDERING:  # rendering edits the plan: once, whichever thread asks first
                 if self._edits is None:
                     pending, self._walker = self._walker, None
@@ -234,9 +256,10 @@ class ThreadTokenWalker:
     walk builds the function's plan (plan.py): a BlockPlan per block, an OpPlan per op it
     changes; `render` turns it into edits."""
 
-    def __init__(self, text: str, rewrite: FunctionRewrite):
+    def __init__(self, text: str, rewrite: FunctionRewrite, plan: bool = True):
         self.text = text
         self.rw = rewrite
+        self.planning = plan  # False: blockers and sync ops only (find_blockers)
         self.llvm22 = rewrite.semantics == LLVM22
         self.thread_launch = rewrite.thread_launch
         self.names = NameAllocator(text, rewrite.func.start, rewrite.func.end)
@@ -279,6 +302,22 @@ class ThreadTokenWalker:
             # Each nested block starts with no current token.
             stack.extend([inner.ops, 0, self.block_plan(inner, region, op), None]
                          for region in reversed(op.regions) for inner in reversed(region.blocks))
+
+    def find_blockers(self, func: Op) -> None:
+        """The walk of visit_blocks (same order) that plans nothing: no token is ever current,
+        so only blockers and the ops to make asynchronous are found."""
+        stack = [iter(block.ops) for region in reversed(func.regions)
+                 for block in reversed(region.blocks)]
+        thread_launch = self.thread_launch
+        while stack:
+            op = next(stack[-1], None)
+            if op is None:
+                stack.pop()
+                continue
+            self.visit(op)
+            if op.regions and not (thread_launch and op.name == "gpu.launch"):
+                stack.extend(iter(inner.ops) for region in reversed(op.regions)
+                             for inner in reversed(region.blocks))
 
     def block_plan(self, block: Block, region, owner: Op) -> BlockPlan:
         plan = BlockPlan(block, region.rbrace, owner)
@@ -329,7 +368,7 @@ class ThreadTokenWalker:
             self.block(op, F.ASYNC_OP_WITH_REGIONS, op_error(op.name, "regions are not supported"))
             return
         self.rw.sync_ops.append(op)
-        if not self.editable(op):
+        if not self.editable(op) or not self.planning:
             return
         fresh = self.current_token is None
         if fresh:
@@ -357,7 +396,7 @@ class ThreadTokenWalker:
     def thread_into_wait(self, op: Op) -> None:
         """A pre-existing `gpu.wait` gets the current token as a dependency; its own token
         (`gpu.wait async`) becomes current, or none is (a synchronous `gpu.wait`)."""
-        if not self.editable(op):
+        if not self.editable(op) or not self.planning:
             return
         dep = self.add_async_dependency(op, self.current_token)
         token = token_result(op) if op.gpu.async_kw is not None else None
@@ -367,7 +406,7 @@ class ThreadTokenWalker:
     def thread_into_async_op(self, op: Op) -> None:
         """An already-async GPU op depends on the current token too (a `gpu.wait async` makes
         one when there is none); its own token becomes current."""
-        if not self.editable(op):
+        if not self.editable(op) or not self.planning:
             return
         fresh = self.current_token is None
         if fresh:
@@ -507,9 +546,17 @@ def host_functions(doc: Document):
 
 
 def analyze_function(text: str, func: Op, semantics: str = ORIGINAL,
-                     thread_launch: bool = False) -> FunctionRewrite:
+                     thread_launch: bool = False, plan: bool = True) -> FunctionRewrite:
+    """What the rewrite does to `func`. Without `plan`, its blockers and the ops it would make
+    asynchronous only (a quarter of the work: what diagnostics need); the rest is walked on
+    the first request for the function's steps or edits. LLVM 22's async.execute phases add
+    blockers of their own from the plan: a function holding an async.execute is planned."""
     name = func.symbol_name.path[0] if func.symbol_name else "@<anonymous>"
     rw = FunctionRewrite(func, name, semantics=semantics, thread_launch=thread_launch)
+    if not plan and not (semantics == LLVM22 and has_execute(func)):
+        rw._steps, rw._text = None, text
+        ThreadTokenWalker(text, rw, plan=False).find_blockers(func)
+        return rw
     walker = ThreadTokenWalker(text, rw)
     walker.visit_blocks(func)
     if semantics == LLVM22:
@@ -527,10 +574,13 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def analyze(source: str | Document, strict: bool = False,
-            semantics: str = ORIGINAL, thread_launch: bool = False) -> Analysis:
+            semantics: str = ORIGINAL, thread_launch: bool = False,
+            plan: bool = True) -> Analysis:
     """Findings and planned edits for a buffer (or an already parsed document), with the
     rules of the `semantics` pass (ORIGINAL or LLVM22); with `thread_launch`, an inline
-    `gpu.launch` is threaded like any other async op instead of blocking its function."""
+    `gpu.launch` is threaded like any other async op instead of blocking its function.
+    Without `plan`, each function's steps and edits are walked on first use
+    (`analyze_function`)."""
     doc = parse_document(source) if isinstance(source, str) else source
     text = doc.text
     findings: list[Finding] = [
@@ -539,7 +589,7 @@ def analyze(source: str | Document, strict: bool = False,
     ]
     functions = []
     for func in host_functions(doc):
-        rw = analyze_function(text, func, semantics, thread_launch)
+        rw = analyze_function(text, func, semantics, thread_launch, plan)
         functions.append(rw)
         if rw.blockers and (strict or rw.has_work):
             related = tuple(

@@ -625,8 +625,9 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
     chunk = Chunk(0, len(source), [] if device else list(ops))  # device code: syntax only
     if issue is not None:
         chunk.errors.append(issue)
+    # Steps and edits are walked when first asked for (a code action, a hint, a lens).
     analysis = analyze(Document(source, [chunk]), strict=strict, semantics=semantics,
-                       thread_launch=thread_launch)
+                       thread_launch=thread_launch, plan=False)
     functions = tuple(_function_info(source, fn, hint_anchor(fn.func))
                       for fn in analysis.functions)
     findings = tuple(suppression.suppress(source, analysis.findings, outside))
