@@ -65,8 +65,12 @@ def test_steps_planned_once_when_asked_from_two_threads():
     for _ in range(20):
         fn = analyze(text, plan=False).functions[0]
         assert fn._steps is None  # not planned yet
-        seen = []
-        threads = [threading.Thread(target=lambda: seen.append(fn.steps)) for _ in range(4)]
+        seen: list = []
+
+        def ask(fn=fn, seen=seen):
+            seen.append(fn.steps)
+
+        threads = [threading.Thread(target=ask) for _ in range(4)]
         for t in threads:
             t.start()
         for t in threads:
