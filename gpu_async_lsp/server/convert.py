@@ -7,6 +7,8 @@ offered utf-8 or utf-32 first).
 
 from __future__ import annotations
 
+import json
+
 from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
 
@@ -93,22 +95,33 @@ def diagnostic_json(uri: str, index: LineIndex, f: Finding, encoding: str,
     return d
 
 
-def placed_diagnostic_json(uri: str, f: Finding, line: int, column: int, start, end, related,
-                           severity: dict[str, Severity]) -> dict:
-    """A Diagnostic as JSON values, from positions relative to a unit that starts at
-    (line, column) of the document (text.placed)."""
+_json_string = json.encoder.encode_basestring_ascii  # json.dumps of a str, in C
+_SOURCE_JSON = _json_string(SOURCE)
+
+
+def _range_text(s: tuple[int, int], e: tuple[int, int]) -> str:
+    return (f'{{"start":{{"line":{s[0]},"character":{s[1]}}},'
+            f'"end":{{"line":{e[0]},"character":{e[1]}}}}}')
+
+
+def placed_diagnostic_text(uri: str, f: Finding, line: int, column: int, start, end, related,
+                           severity: dict[str, Severity]) -> str:
+    """A Diagnostic as JSON text, from positions relative to a unit that starts at (line,
+    column) of the document (text.placed); what diagnostic_json gives, formatted directly
+    (a 50k-line file publishes thousands of these on its first open)."""
     base = (line, column)
-    s, e = placed(start, base), placed(end, base)
-    d = {"range": _json_range(s[0], s[1], e[0], e[1]), "message": f.message,
-         "severity": int(severity.get(f.code, f.severity)), "code": f.code, "source": SOURCE}
-    if related:
-        items = []
-        for r, (rs, re_) in zip(f.related, related):
-            a, b = placed(rs, base), placed(re_, base)
-            items.append({"location": {"uri": uri, "range": _json_range(a[0], a[1], b[0], b[1])},
-                          "message": r.message})
-        d["relatedInformation"] = items
-    return d
+    out = (f'{{"range":{_range_text(placed(start, base), placed(end, base))},'
+           f'"message":{_json_string(f.message)},'
+           f'"severity":{int(severity.get(f.code, f.severity))},'
+           f'"code":{_json_string(f.code)},"source":{_SOURCE_JSON}')
+    if not related:
+        return out + "}"
+    location = f'{{"location":{{"uri":{_json_string(uri)},"range":'
+    items = ",".join(
+        f'{location}{_range_text(placed(rs, base), placed(re_, base))}}},'
+        f'"message":{_json_string(r.message)}}}'
+        for r, (rs, re_) in zip(f.related, related))
+    return f'{out},"relatedInformation":[{items}]}}'
 
 
 def text_edits(index: LineIndex, edits, encoding: str) -> list[lsp.TextEdit]:

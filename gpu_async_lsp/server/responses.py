@@ -75,8 +75,8 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
         cached = result.fragment
         if cached is None or cached[0] != key:
             positions = result.positions(encoding)
-            text = ",".join(json.dumps(convert.placed_diagnostic_json(
-                uri, f, base.line, base.character, start, end, related, severity))
+            text = ",".join(convert.placed_diagnostic_text(
+                uri, f, base.line, base.character, start, end, related, severity)
                 for f, (start, end, related) in zip(result.findings, positions, strict=True)
                 if severity.get(f.code, f.severity) is not None)
             cached = result.fragment = (key, text)
