@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import mmap
 import multiprocessing
 import os
 import pickle
 import signal
 import sys
+import threading
 
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import Finding
@@ -161,6 +163,40 @@ def _prctl():
 _PRCTL = _prctl()
 
 
+class TwoEnds:
+    """Items 0..n-1 shared by two processes (one forked from the other after this is made)
+    that take them from both ends until they meet: `front()` yields 0, 1, ... in one,
+    `back()` n-1, n-2, ... in the other. Each claims an item in shared memory before it
+    takes it and stops at the first item the other has claimed, so no item is left out and
+    at most the one where they meet is taken by both (each reads the other's claim before
+    writing its own). An 8-byte aligned store is atomic on every platform fork is used on."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self._map = mmap.mmap(-1, 16)  # anonymous and shared: the fork shares it
+        self._at = memoryview(self._map).cast("q")  # [front's next item, back's items taken]
+
+    def front(self):
+        at, n = self._at, self.n
+        i = 0
+        while i < n - at[1]:
+            at[0] = i + 1
+            yield i
+            i += 1
+
+    def back(self):
+        at, n = self._at, self.n
+        k = 0
+        while n - 1 - k >= at[0]:
+            at[1] = k + 1
+            yield n - 1 - k
+            k += 1
+
+    def close(self) -> None:
+        self._at.release()
+        self._map.close()
+
+
 class _Forked:
     """A forked process computing one result: `result()` waits for it, `cancel()` stops it
     (a caller that fails before it asks must not leave the process blocked on its pipe)."""
@@ -173,12 +209,24 @@ class _Forked:
         try:
             with os.fdopen(self.read_fd, "rb") as pipe:
                 data = pipe.read()
-            _, status = os.waitpid(self.pid, 0)
-            if status != 0:
-                raise RuntimeError(f"a worker process failed (wait status {status})")
-            return pickle.loads(data)
-        except (OSError, EOFError, pickle.PickleError) as e:
+        except OSError as e:
+            self._reap()
             raise RuntimeError(f"a worker process failed: {e}") from e
+        # The child closed its end after writing it all; its exit (the kernel tears down a
+        # copy of this process's big address space: 10-30 ms) is waited for by a thread.
+        try:
+            result = pickle.loads(data)
+        except Exception as e:  # cut short: the process died while writing
+            status = self._reap()
+            raise RuntimeError(f"a worker process failed (wait status {status}): {e}") from e
+        threading.Thread(target=self._reap, daemon=True).start()
+        return result
+
+    def _reap(self) -> int | None:
+        try:
+            return os.waitpid(self.pid, 0)[1]
+        except ChildProcessError:
+            return None
 
     def cancel(self) -> None:
         with contextlib.suppress(OSError):

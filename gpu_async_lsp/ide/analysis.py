@@ -498,18 +498,11 @@ class Analyzer:
         first open) is shared with a forked process, whose results come back without their
         IR."""
         options = (self.strict, self.semantics, self.thread_launch)
-        share = shared_results(units, options) if self.share_big_batches else None
-        if share is None:
+        shared = shared_results(units, options) if self.share_big_batches else None
+        if shared is None:
             return [analyze_unit(source, d, dev, *options, around)
                     for source, d, dev, around in units]
-        split, theirs, cancel = share
-        try:
-            ours = [analyze_unit(source, d, dev, *options, around)
-                    for source, d, dev, around in units[:split]]
-        except BaseException:
-            cancel()
-            raise
-        return ours + theirs()
+        return shared
 
     def _reuse(self, text: str, version, previous: DocumentAnalysis) -> DocumentAnalysis | None:
         """The analysis after an edit that stays inside the body of one leaf unit and cannot
@@ -635,47 +628,65 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
                       tuple(analysis.functions))
 
 
-def shared_results(units: list[tuple], options: tuple):
-    """Start analysing the second part of a big batch of leaf units in a forked process:
-    (where that part starts, a function that returns its results, one that stops the process
-    instead), or None when the batch is
-    too small to be worth a process (or fork is not available). The results have no IR
-    (`UnitResult.ops` rebuilds it on first use), so that little crosses the pipe."""
-    sizes = [len(unit[0]) for unit in units]
-    total = sum(sizes)
-    if total < parallel.MIN_PARALLEL_CHARS or not parallel.can_fork(threaded=True):
+def shared_results(units: list[tuple], options: tuple) -> list[UnitResult] | None:
+    """The results of a big batch of leaf units, analysed by this process from the first
+    unit on and by a forked one from the last unit back, until they meet (`parallel.TwoEnds`:
+    on a shared, noisy machine neither waits for the other with half the batch fixed in
+    advance); None when the batch is too small to be worth a process (or fork is not
+    available). The other process's results have no IR (`UnitResult.ops` rebuilds it on
+    first use), so that little crosses the pipe."""
+    if len(units) < 2 or not parallel.can_fork(threaded=True):
         return None
-    half, acc = 0, 0
-    while half < len(units) and acc < total / 2:
-        acc += sizes[half]
-        half += 1
-    if half >= len(units):
+    total = 0
+    for unit in units:
+        total += len(unit[0])
+        if total >= parallel.MIN_PARALLEL_CHARS:
+            break
+    else:
         return None
-    rest = units[half:]
-    receive = parallel.in_forked_process(_light_results, rest, options)
-
-    def theirs() -> list[UnitResult]:
+    ends = parallel.TwoEnds(len(units))
+    try:
+        receive = parallel.in_forked_process(_light_results, units, options, ends)
+        try:
+            ours = [analyze_unit(*_arguments(units[i], options)) for i in ends.front()]
+        except BaseException:
+            receive.cancel()
+            raise
         try:
             light = receive()
-        except RuntimeError:  # the process died (out of memory, killed): do it here
-            return [analyze_unit(source, d, dev, *options, around)
-                    for source, d, dev, around in rest]
-        out = []
-        for (source, d, dev, around), (findings, functions, error) in zip(rest, light):
-            result = UnitResult(source, findings, (), error, rebuild=(d, dev, *options, around))
-            result.functions = tuple(dataclasses.replace(fn, plan=_Deferred(result, i))
-                                     for i, fn in enumerate(functions))
-            out.append(result)
-        return out
+        except RuntimeError:  # the process died (out of memory, killed): do the rest here
+            light = []
+    finally:
+        ends.close()
+    # The other process took units from the last one back: light[k] is units[-1 - k]. Both
+    # may have taken the unit where they met: this process's result is kept.
+    out = ours
+    for i in range(len(ours), len(units)):
+        k = len(units) - 1 - i
+        if k >= len(light):
+            out.append(analyze_unit(*_arguments(units[i], options)))
+            continue
+        source, d, dev, around = units[i]
+        findings, functions, error = light[k]
+        result = UnitResult(source, findings, (), error, rebuild=(d, dev, *options, around))
+        result.functions = tuple(dataclasses.replace(fn, plan=_Deferred(result, j))
+                                 for j, fn in enumerate(functions))
+        out.append(result)
+    return out
 
-    return half, theirs, receive.cancel
+
+def _arguments(unit: tuple, options: tuple) -> tuple:
+    """analyze_unit's arguments for a leaf unit (text, dialect, device, outside)."""
+    source, dialect, device, outside = unit
+    return (source, dialect, device, *options, outside)
 
 
-def _light_results(units: list[tuple], options: tuple) -> list:
-    """In the forked process: findings, functions and syntax errors of each unit, no IR."""
+def _light_results(units: list[tuple], options: tuple, ends) -> list:
+    """In the forked process: findings, functions and syntax errors of each unit it takes,
+    from the last one back (`TwoEnds.back`), no IR."""
     out = []
-    for source, dialect, device, outside in units:
-        r = analyze_unit(source, dialect, device, *options, outside)
+    for i in ends.back():
+        r = analyze_unit(*_arguments(units[i], options))
         out.append((r.findings, r.functions, r.syntax_error))
     return out
 
