@@ -91,7 +91,7 @@ class Protocol(LanguageServerProtocol):
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams):
-        self._server.documents.opened(params.text_document.uri, params.text_document.text)
+        self._server.documents.opened(params.text_document.uri)
         yield from super().lsp_text_document__did_open(params)
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)

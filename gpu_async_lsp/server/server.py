@@ -310,6 +310,8 @@ class GpuAsyncServer(LanguageServer):
                 if prepared is not None and doc.version == version and doc.source is text:
                     result, index, publication, allocations = prepared
                     state.analysis, state.index = result, index
+                    if state.text_index is None or state.text_index.text is not text:
+                        state.text_index = index  # of the current text: for its changes
                     self.protocol.send_json_text(publication)
                     state.ready.set()
                     self.heap.settle(allocations)
@@ -348,6 +350,8 @@ class GpuAsyncServer(LanguageServer):
                     and previous_index.text is previous.text:
                 start, old_end, new_end = changed_span(previous.text, text)
                 index = previous_index.edited(text, start, old_end, new_end)
+            elif state.text_index is not None and state.text_index.text is text:
+                index = state.text_index
             else:
                 index = LineIndex(text)
             publication = responses.diagnostics(state.uri, result, index, encoding, severity)
