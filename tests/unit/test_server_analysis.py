@@ -356,3 +356,18 @@ def test_two_processes_take_every_item_from_both_ends(front_delay, back_delay, s
         assert len(front) > len(back)
     elif front_delay > 4 * back_delay:
         assert len(back) > len(front)
+
+
+def test_check_share_crosses_the_pipe_unchanged():
+    """`check`'s workers send their edits as a flat list: what arrives is what was found."""
+    import pickle
+
+    from gpu_async_lsp import parallel
+
+    text = generate(300) + "".join(_BLOCKED.format(i=i) for i in range(3))
+    result = parallel._analyze_share(text, 0, None, False, ("original", False))
+    assert result[1] and result[0]
+    assert parallel._unpacked(pickle.loads(pickle.dumps(parallel._packed(result)))) == result
+    # And the command's two-process analysis equals the one-process one.
+    big = generate(12000)
+    assert parallel.analyze_in_shares(big, False, 2) == parallel.analyze_in_shares(big, False, 1)
