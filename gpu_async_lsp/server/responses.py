@@ -28,7 +28,7 @@ from gpu_async_lsp.ide.analysis import (
 from gpu_async_lsp.server import convert
 from gpu_async_lsp.server.capabilities import ClientFeatures
 from gpu_async_lsp.server.documents import DocState
-from gpu_async_lsp.text import LineIndex
+from gpu_async_lsp.text import LineIndex, positions_of
 
 FIX_ALL_KIND = "source.fixAll.gpuAsync"
 CODE_ACTION_KINDS = [lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite,
@@ -56,27 +56,34 @@ def _place(p) -> tuple[int, int]:
 
 # -- diagnostics --------------------------------------------------------------------------------
 
-def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex, encoding: str,
+def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding: str,
                 severity: dict[str, Severity | None]) -> str:
     """publishDiagnostics for an analysis, as JSON text assembled from one cached fragment
     per unit: a unit whose place (line, column) and findings did not change since the last
     publication costs nothing (a keystroke re-renders one unit). `severity`: each code's
     severity; a code mapped to None is not published (not selected, or ignored), and the
-    fragments are kept with its content."""
+    fragments are kept with its content. Without a line index of the text (a first
+    analysis), the places of the units are counted in one pass (text.positions_of)."""
     table = tuple(severity.items())
+    headers = [f for f in a.header_findings if severity.get(f.code, f.severity) is not None]
+    if index is None and headers:
+        index = LineIndex(a.text)
     parts = [json.dumps(convert.diagnostic_json(uri, index, f, encoding, severity))
-             for f in a.header_findings if severity.get(f.code, f.severity) is not None]
-    for unit in a.units:
+             for f in headers]
+    placed = [unit for unit in a.units if unit.result.findings]
+    if index is None:
+        bases = positions_of(a.text, [unit.base for unit in placed], encoding)
+    else:
+        bases = [(p.line, p.character)
+                 for p in (index.position(unit.base, encoding) for unit in placed)]
+    for unit, (line, character) in zip(placed, bases, strict=True):
         result = unit.result
-        if not result.findings:
-            continue
-        base = index.position(unit.base, encoding)
-        key = (uri, encoding, base.line, base.character, table)
+        key = (uri, encoding, line, character, table)
         cached = result.fragment
         if cached is None or cached[0] != key:
             positions = result.positions(encoding)
             text = ",".join(convert.placed_diagnostic_text(
-                uri, f, base.line, base.character, start, end, related, severity)
+                uri, f, line, character, start, end, related, severity)
                 for f, (start, end, related) in zip(result.findings, positions, strict=True)
                 if severity.get(f.code, f.severity) is not None)
             cached = result.fragment = (key, text)

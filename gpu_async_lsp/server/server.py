@@ -310,10 +310,14 @@ class GpuAsyncServer(LanguageServer):
                 if prepared is not None and doc.version == version and doc.source is text:
                     result, index, publication, allocations = prepared
                     state.analysis, state.index = result, index
-                    if state.text_index is None or state.text_index.text is not text:
-                        state.text_index = index  # of the current text: for its changes
                     self.protocol.send_json_text(publication)
                     state.ready.set()
+                    if index is None:  # a first analysis: the line index after publishing
+                        index = await loop.run_in_executor(self.executor, LineIndex, text)
+                        if state.analysis is result and state.index is None:
+                            state.index = index
+                    if state.text_index is None or state.text_index.text is not text:
+                        state.text_index = index  # of the current text: for its changes
                     self.heap.settle(allocations)
                     if self.heap.release_overdue:
                         self.heap.release()
@@ -339,7 +343,9 @@ class GpuAsyncServer(LanguageServer):
     def _prepare(analyzer: Analyzer, state: DocState, text: str, version, encoding: str,
                  severity) -> tuple:
         """In the analysis thread: the analysis of `text`, the line index of `text` (moved
-        along with the edit from the previous one), and the diagnostics to publish."""
+        along with the edit from the previous one; None when there is none to move: the
+        loop makes it after publishing, which does not need it), and the diagnostics to
+        publish."""
         previous, previous_index = state.analysis, state.index
         # The collector stays paused until what the analysis allocated is frozen (heap.py): the
         # first allocation after it would otherwise traverse the whole new IR (at 50k lines,
@@ -353,7 +359,7 @@ class GpuAsyncServer(LanguageServer):
             elif state.text_index is not None and state.text_index.text is text:
                 index = state.text_index
             else:
-                index = LineIndex(text)
+                index = None
             publication = responses.diagnostics(state.uri, result, index, encoding, severity)
             allocations = gc.get_count()[0]
             freeze_if_big(allocations)

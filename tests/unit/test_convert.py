@@ -52,3 +52,37 @@ def test_placed_text_equals_the_diagnostic_of_document_offsets(encoding, severit
         expected = convert.diagnostic_json(uri, index, _shifted(f, base), encoding, severity)
         assert json.loads(text) == expected
         assert text.isascii()  # escaped as json.dumps does
+
+
+PUBLISHED = {
+    "non-ascii and CRLF": ("// 𝔸 “x”\r\nmodule {\r\n  func.func @f(%n: index) {  // é\r\n"
+                           "    %a = gpu.alloc (%n) : memref<?xf32>\r\n    %t = gpu.wait async\r\n"
+                           "    return\r\n  }\r\n}\r\n"),
+    "findings outside units": ("module {\n  // gpu-async-lsp: ignore[bogus] “é”\r\n"
+                               "  func.func @g(%n: index) {\n"
+                               "    %a = gpu.alloc (%n) : memref<?xf32>\n    return\n  }\n}\n"),
+    "a lone CR and a tab": ("func.func @h(%n: index) {\r\t%a = gpu.alloc (%n) : memref<?xf32>\n"
+                            "  return\n}\n"),
+}
+
+
+@pytest.mark.parametrize("encoding", [UTF8, UTF16, UTF32])
+@pytest.mark.parametrize("name", list(PUBLISHED))
+def test_first_publication_without_a_line_index_equals_one_with_it(name, encoding):
+    """A first analysis publishes before the text's line index is made: the places of its
+    units, counted in one pass, are those the index gives."""
+    from gpu_async_lsp.config import DEFAULTS
+    from gpu_async_lsp.ide.analysis import Analyzer
+    from gpu_async_lsp.server import responses
+    from gpu_async_lsp.server.settings import severity_table
+
+    text = PUBLISHED[name]
+    severity = severity_table(DEFAULTS)
+    uri = "file:///tmp/x.mlir"
+    without = responses.diagnostics(uri, Analyzer().analyze(text, 1), None, encoding, severity)
+    with_index = responses.diagnostics(uri, Analyzer().analyze(text, 1), LineIndex(text),
+                                       encoding, severity)
+    assert json.loads(without) == json.loads(with_index)
+    codes = [d["code"] for d in json.loads(without)["params"]["diagnostics"]]
+    assert "sync-gpu-ops" in codes or "pre-existing-wait" in codes
+    assert ("invalid-suppression" in codes) == (name == "findings outside units")
