@@ -376,6 +376,7 @@ for _format in gpu_formats.FORMATS:  # the operand rules of gpu_formats.grammar_
     setattr(_Builder, gpu_formats.operand_rule(_format), _Builder._list)
 
 
+_BUILDER = _Builder()
 _local = threading.local()
 
 
@@ -453,10 +454,120 @@ def _syntax_issue(err: UnexpectedInput, fallback: int, text: str) -> SyntaxIssue
     return SyntaxIssue(str(err).splitlines()[0], fallback, fallback)
 
 
+class _NotPlain(Exception):
+    """The token stream leaves the shapes `_plain_parse` reads: Lark parses it."""
+
+
+_PLAIN_DEPTH = 200  # regions nested deeper than this: Lark (no recursion there)
+
+
+def _plain_parse(tokens: list):
+    """What Lark's parse of `tokens` returns, for the streams most units are: ops in custom
+    form whose lines the pre-lexer packed, with regions and block labels (the grammar's
+    `start`, `custom_op`, `region`, `entry_block` and `block` rules, read top-down with the
+    builder's callbacks called in Lark's order and with Lark's children). Raises _NotPlain at
+    the first token of another shape (a generic op, an exactly modeled GPU op, an alias, an
+    error: Lark then parses the unit and reports errors). Skips the LALR machinery: Lark's
+    per-call and per-token work was half of parsing and building a unit of host code."""
+    return _PlainParser(tokens).start()
+
+
+class _PlainParser:
+    """The state of one `_plain_parse` (an object, not closures: what a parse leaves must be
+    freed by reference counting, server/heap.py)."""
+
+    __slots__ = ("tokens", "n", "at")
+
+    def __init__(self, tokens: list):
+        self.tokens = tokens
+        self.n = len(tokens)
+        self.at = 0
+
+    def start(self):
+        items: list = []
+        self.ops_until(items, "$END", 0)
+        return _BUILDER.start(items)
+
+    def ops_until(self, items: list, stop: str, depth: int) -> None:
+        """Ops and OPS runs until a token of type `stop` (any other, with "*"; not taken) or
+        the end (only for "$END")."""
+        tokens, n = self.tokens, self.n
+        while self.at < n:
+            t = tokens[self.at]
+            kind = t.type
+            if kind == "OPS":
+                items.append(t)
+                self.at += 1
+            elif kind == "OP_NAME" or kind == "RESULTS":
+                items.append(self.op(depth))
+            elif stop == "*":
+                return
+            else:
+                raise _NotPlain
+        if stop != "$END":
+            raise _NotPlain
+
+    def next_is(self, kind: str) -> bool:
+        """Is the next token of type `kind`?"""
+        return self.at < self.n and self.tokens[self.at].type == kind
+
+    def op(self, depth: int):
+        tokens = self.tokens
+        c = []
+        if tokens[self.at].type == "RESULTS":
+            c.append(tokens[self.at])
+            self.at += 1
+            if not self.next_is("OP_NAME"):
+                raise _NotPlain
+        c.append(tokens[self.at])
+        self.at += 1
+        if self.next_is("BODY"):
+            c.append(tokens[self.at])
+            self.at += 1
+        while self.next_is("LBRACE_REGION"):
+            c.append(self.region(depth + 1))
+            if self.next_is("BODY"):
+                c.append(tokens[self.at])
+                self.at += 1
+        return _BUILDER.custom_op(c)
+
+    def region(self, depth: int):
+        if depth > _PLAIN_DEPTH:
+            raise _NotPlain
+        tokens = self.tokens
+        c = [tokens[self.at]]
+        self.at += 1
+        entry: list = []
+        self.ops_until(entry, "*", depth)
+        if entry:
+            c.append(_BUILDER.entry_block(entry))
+        while self.next_is("BLOCK_LABEL"):
+            b = [tokens[self.at]]
+            self.at += 1
+            if self.next_is("BODY"):
+                b.append(tokens[self.at])
+                self.at += 1
+            if not self.next_is("COLON"):
+                raise _NotPlain
+            b.append(tokens[self.at])
+            self.at += 1
+            self.ops_until(b, "*", depth)
+            c.append(_BUILDER.block(b))
+        if not self.next_is("RBRACE"):
+            raise _NotPlain
+        c.append(tokens[self.at])
+        self.at += 1
+        return _BUILDER.region(c)
+
+
 def parse_unit_tokens(text: str, raw: list, dialect: str | None, fallback_end: int):
     """Parse one unit's tokens; returns (items, issue) where issue is None on success."""
     try:
         tokens = prelex(text, raw, dialect)
+        try:
+            return _plain_parse(tokens), None
+        except _NotPlain:
+            pass
         return _lark().parse(tokens), None
     except PrelexError as e:
         return [], SyntaxIssue(e.message, e.start, e.end)

@@ -1,0 +1,122 @@
+"""The parser's path around Lark for plain units (`parser._plain_parse`) builds exactly the IR
+that Lark's parse builds, and leaves every other unit to Lark: checked on every unit of the
+fixtures, of the corpora and of generated host code and real IR, and on cut-up units."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from gpu_async_lsp.syntax import parser
+from gpu_async_lsp.syntax.lexer import tokenize_lines
+from gpu_async_lsp.syntax.parser import OP_WORDS, TOP_LEVEL_DIALECT, split_document
+from gpu_async_lsp.syntax.prelex import PrelexError, prelex
+from tests.corpora import CORPORA, manifest, require_corpus
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def dump(x):
+    """Every field of the IR, recursively (tokens by type and span)."""
+    if isinstance(x, list | tuple):
+        return [dump(v) for v in x]
+    if dataclasses.is_dataclass(x):
+        return (type(x).__name__,
+                [(f.name, dump(getattr(x, f.name))) for f in dataclasses.fields(x)
+                 if f.name != "src"])
+    if hasattr(x, "start_pos"):
+        return ("token", x.type, x.start_pos, x.end_pos)
+    return x
+
+
+def _leaf_units(text: str):
+    from gpu_async_lsp.op_tables import DEFAULT_DIALECT
+
+    def walk(units, dialect):
+        for u in units:
+            if u.region is None:
+                yield u, dialect
+            else:
+                name = text[u.start:u.region[0]].split()[0] if text[u.start:u.region[0]].split() else ""
+                yield from walk(u.children, DEFAULT_DIALECT.get(
+                    "builtin.module" if name == "module" else name, dialect))
+
+    for _, _, units in split_document(text):
+        yield from walk(units, TOP_LEVEL_DIALECT)
+
+
+def _compare(text: str) -> tuple[int, int]:
+    """(units read by the plain path, units left to Lark); asserts both parse alike."""
+    plain = lark = 0
+    for unit, dialect in _leaf_units(text):
+        source = text[unit.start:unit.end]
+        try:
+            tokens = prelex(source, tokenize_lines(source, 0, len(source), OP_WORDS), dialect)
+        except (PrelexError, RecursionError):
+            continue
+        try:
+            fast = parser._plain_parse(list(tokens))
+        except parser._NotPlain:
+            lark += 1
+            continue
+        plain += 1
+        assert dump(fast) == dump(parser._lark().parse(list(tokens))), source[:200]
+    return plain, lark
+
+
+def _texts() -> list[tuple[str, str]]:
+    files = sorted(FIXTURES.glob("*.mlir")) + sorted((FIXTURES / "parse").glob("*.mlir"))
+    return [(p.name, p.read_text(encoding="utf-8")) for p in files]
+
+
+@pytest.mark.parametrize("name,text", _texts(), ids=[n for n, _ in _texts()])
+def test_plain_path_builds_what_lark_builds_on_fixture(name, text):
+    _compare(text)
+
+
+def test_plain_path_reads_most_units_of_host_code():
+    import sys
+    sys.path.insert(0, str(BENCHMARKS))
+    from gen_host import generate
+
+    plain, lark = _compare(generate(3000))
+    assert plain > 10 * lark
+
+
+@pytest.mark.parametrize("corpus", list(CORPORA))
+def test_plain_path_builds_what_lark_builds_on_corpus(corpus):
+    require_corpus(corpus)
+    folder = CORPORA[corpus][0]
+    plain = lark = 0
+    for entry in manifest(corpus):
+        p, q = _compare((folder / entry["path"]).read_text(encoding="utf-8", errors="replace"))
+        plain, lark = plain + p, lark + q
+    assert plain and lark  # both paths are exercised
+
+
+CUT = ("func.func @f(%n: index) {\n  %a = gpu.alloc (%n) : memref<?xf32>\n"
+       "  scf.for %i = %c0 to %n step %c1 {\n    %v = arith.addi %i, %i : index\n  }\n"
+       "^bb1(%x: index):\n  cf.br ^bb1(%x : index)\n}\n")
+
+
+@pytest.mark.parametrize("cut", range(0, len(CUT), 3))
+def test_a_cut_up_unit_parses_or_fails_as_with_lark(cut):
+    """Any prefix of a unit, any unit with a token dropped: the result or the syntax issue
+    is Lark's."""
+    for source in (CUT[:cut], CUT[:cut] + CUT[cut + 3:]):
+        raw = tokenize_lines(source, 0, len(source), OP_WORDS)
+        items, issue = parser.parse_unit_tokens(source, raw, TOP_LEVEL_DIALECT, len(source))
+        try:
+            tokens = prelex(source, tokenize_lines(source, 0, len(source), OP_WORDS),
+                            TOP_LEVEL_DIALECT)
+        except PrelexError:
+            continue
+        try:
+            expected, expected_issue = dump(parser._lark().parse(list(tokens))), None
+        except Exception:  # noqa: BLE001 - Lark's error: parse_unit_tokens made the issue
+            expected, expected_issue = [], True
+        assert dump(items) == expected
+        assert (issue is not None) == bool(expected_issue)
