@@ -438,10 +438,11 @@ class Analyzer:
         errors = False
         # Any suppression comment at all: what those outside each unit hide there.
         marked = suppression.Outside(text) if suppression.MARKER in text else None
+        parsed_headers: dict = {}  # container headers of this text, parsed once each
         for start, end, units in split_document(text):
             chunks.append((start, end))
             errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed,
-                                  containers, marked)
+                                  containers, marked, parsed_headers)
         # The leaf units whose results were not cached: analysed now, all at once, each
         # distinct one once (a text may hold the same unit many times).
         missing: dict[tuple, list[int]] = {}
@@ -463,25 +464,20 @@ class Analyzer:
                                 options=self._options)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
-               findings: list, placed: list, containers: list, marked: suppression.Outside | None) -> bool:
+               findings: list, placed: list, containers: list,
+               marked: suppression.Outside | None, parsed: dict) -> bool:
         errors = False
         for unit in units:
             if unit.region is not None:
-                op, issue = parse_container_header(text, unit, dialect)
+                name, symbol, span, inner, issue = _header(text, unit, dialect, parsed)
                 if issue is not None:
                     errors = True
                     findings.append(_syntax_finding(issue.message, issue.start, issue.end))
-                name = op.name if op is not None else CONTAINER_NAME_RE.match(text, unit.start).group()
-                name = "builtin.module" if name == "module" else name
-                symbol = op.symbol_name if op is not None else None
-                containers.append(Container(
-                    name, symbol.path[0] if symbol else None,
-                    (symbol.start, symbol.end) if symbol else None,
-                    unit.start, unit.end, unit.region[0], unit.region[1]))
-                inner = DEFAULT_DIALECT.get(name) if op is not None else dialect
+                containers.append(Container(name, symbol, span, unit.start, unit.end,
+                                            unit.region[0], unit.region[1]))
                 errors |= self._units(text, unit.children, inner,
                                       device or name in DEVICE_CONTAINERS, findings, placed,
-                                      containers, marked)
+                                      containers, marked, parsed)
                 continue
             source = text[unit.start:unit.end]
             outside = marked.of(unit.start, unit.end) if marked else suppression.NO_CONTEXT
@@ -689,6 +685,32 @@ def _light_results(units: list[tuple], options: tuple, ends) -> list:
         r = analyze_unit(*_arguments(units[i], options))
         out.append((r.findings, r.functions, r.syntax_error))
     return out
+
+
+def _header(text: str, unit: Unit, dialect: str | None, parsed: dict) -> tuple:
+    """A container's name, symbol (`@m`), the symbol's span, the default dialect inside it and
+    the syntax issue of its header. A header without issue is parsed once per analysis
+    (`parsed`: (header text, dialect) -> the same at offsets relative to the unit): a file
+    of many `// -----` chunks repeats `module {` and `gpu.module @kernels {` hundreds of
+    times."""
+    key = (text[unit.start:unit.region[0] + 1], dialect)
+    found = parsed.get(key)
+    if found is not None:
+        name, symbol, span, inner = found
+        if span is not None:
+            span = (span[0] + unit.start, span[1] + unit.start)
+        return name, symbol, span, inner, None
+    op, issue = parse_container_header(text, unit, dialect)
+    name = op.name if op is not None else CONTAINER_NAME_RE.match(text, unit.start).group()
+    name = "builtin.module" if name == "module" else name
+    ref = op.symbol_name if op is not None else None
+    symbol = ref.path[0] if ref else None
+    span = (ref.start, ref.end) if ref else None
+    inner = DEFAULT_DIALECT.get(name) if op is not None else dialect
+    if issue is None:  # an issue may lie at the stand-in `}`, past the header's text
+        relative = (span[0] - unit.start, span[1] - unit.start) if span else None
+        parsed[key] = (name, symbol, relative, inner)
+    return name, symbol, span, inner, issue
 
 
 def _problems_outside_units(text: str, placed: list[PlacedUnit]) -> list[Finding]:

@@ -371,3 +371,34 @@ def test_check_share_crosses_the_pipe_unchanged():
     # And the command's two-process analysis equals the one-process one.
     big = generate(12000)
     assert parallel.analyze_in_shares(big, False, 2) == parallel.analyze_in_shares(big, False, 1)
+
+
+def test_container_headers_repeated_in_chunks_parse_once(monkeypatch):
+    """`// -----` chunks repeat their module headers: each distinct header is parsed once per
+    analysis, and every container still has its own name, symbol and spans; a header in
+    error is reported wherever it is."""
+    from gpu_async_lsp.ide import analysis
+
+    calls = []
+    real = analysis.parse_container_header
+    monkeypatch.setattr(analysis, "parse_container_header",
+                        lambda text, unit, d: calls.append(unit.start) or real(text, unit, d))
+    chunk = ("module attributes {gpu.container_module} {\n  gpu.module @kernels {\n"
+             "    gpu.func @k() kernel { gpu.return }\n  }\n"
+             "  func.func @f{i}(%n: index) {{\n    %a = gpu.alloc (%n) : memref<?xf32>\n"
+             "    return\n  }}\n}}\n")
+    bad = "module @x : ) {\n  func.func @g() {\n    return\n  }\n}\n"
+    text = "// -----\n".join([chunk.replace("{i}", str(i)).replace("{{", "{").replace("}}", "}")
+                              for i in range(30)] + [bad, bad])
+    a = Analyzer().analyze(text, 1)
+    assert len(calls) == 2 + 2  # module and gpu.module once; the bad header at each place
+    named = [c for c in a.containers if c.symbol]
+    assert [c.symbol for c in named] == ["@kernels"] * 30
+    for c in a.containers:
+        if c.symbol_span:
+            assert text[c.symbol_span[0]:c.symbol_span[1]] == c.symbol
+        assert text[c.lbrace] == "{" and text[c.rbrace] == "}"
+        assert text.startswith(("module", "gpu.module"), c.start)
+    errors = [f for f in a.header_findings if f.code == "syntax"]
+    assert len(errors) == 2 and errors[0].start != errors[1].start
+    assert len([f for f in a.findings if f.code == "sync-gpu-ops"]) == 30
