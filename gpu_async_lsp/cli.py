@@ -61,7 +61,7 @@ from gpu_async_lsp.server import build_arg_parser as build_serve_parser
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.parser import gc_paused
 from gpu_async_lsp.syntax.tree import format_tree
-from gpu_async_lsp.text import LineIndex
+from gpu_async_lsp.text import UTF32, LineIndex, positions_of
 from gpu_async_lsp.walk import STDIN, collect_files
 from gpu_async_lsp.walk import display_path as _display_path
 from gpu_async_lsp.walk import printable as _printable
@@ -161,10 +161,13 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
             findings = reported(findings, dict(options.severity))
             if fixes:
                 fixes = _same_fixes(fixes, findings)
-        index = LineIndex(fixed)
-        result = FileResult(display, finding_dicts(index, findings, fixes))
-        result.rewritten = [(f.function, index.line_of(moved(f.start) if moved else f.start) + 1)
-                            for f in hints]
+        # A line index of the fixed text only for what remains to report (after --fix on
+        # host code, nothing: 38 ms at 50k lines); the lines of the rewritten functions are
+        # counted in one pass.
+        index = LineIndex(fixed) if findings else None
+        result = FileResult(display, finding_dicts(index, findings, fixes) if findings else [])
+        lines = positions_of(fixed, [moved(f.start) if moved else f.start for f in hints], UTF32)
+        result.rewritten = [(f.function, line + 1) for f, (line, _) in zip(hints, lines)]
     result.changed = fixed != text
     if options.diff and result.changed:
         result.diff = unified_diff(text, fixed, display)

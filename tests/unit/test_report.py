@@ -381,3 +381,16 @@ def test_report_color_invalid_choice_is_a_usage_error_exit_2(capsys):
     code, _, err = run(["check", "--color", "sometimes"], capsys)
     assert code == 2
     assert "invalid choice: 'sometimes'" in err
+
+
+def test_report_show_fixes_lines_with_crlf_and_non_ascii(tmp_path, capsys):
+    """The lines of rewritten functions are counted in the fixed text, CRLF and non-ASCII
+    text before them included."""
+    text = "// “é” 𝔸\r\n\r\n" + TWO.replace("\n", "\r\n")
+    f = write(tmp_path / "x.mlir", text)
+    _, _, err = run(["check", "--fix", "--show-fixes", str(f)], capsys)
+    listed = re.findall(r"^  (.+):(\d+): (@\w+)$", err, re.M)
+    assert [name for _, _, name in listed] == ["@f", "@h"]
+    lines = Path(f).read_text(encoding="utf-8").splitlines()
+    for _, line, name in listed:
+        assert lines[int(line) - 1].startswith(f"func.func {name}(")
