@@ -1086,3 +1086,28 @@ def test_examples_matmul_diff_only_adds_tokens_and_waits(capsys):
     added = [line for line in out.splitlines() if line.startswith("+") and
              not line.startswith("+++")]
     assert sum("gpu.wait async" in line for line in added) == 4
+
+
+@pytest.mark.parametrize("options", [
+    {"fix": True}, {"fix": True, "diff": True}, {"fix_details": True}, {}])
+def test_check_leaves_nothing_for_the_cycle_collector(monkeypatch, options):
+    """check_text freezes what it leaves instead of letting the next collections traverse
+    it: that is sound only if all of it is freed by reference counting (no cycles), on the
+    one-process and the two-process path."""
+    import gc
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from gen_host import generate
+
+    monkeypatch.setattr(gc, "freeze", lambda: None)  # so that collect() sees everything
+    for text, jobs in ((generate(300) + BLOCKED, 1), (generate(12000), 2)):
+        opts = cli.CheckOptions(buffer_jobs=jobs, **options)
+        cli.check_text(text, "x.mlir", opts)  # warm: parser and caches built once
+        gc.collect()
+        gc.disable()
+        try:
+            result, fixed = cli.check_text(text, "x.mlir", opts)
+            del result, fixed
+            assert gc.collect() == 0
+        finally:
+            gc.enable()
