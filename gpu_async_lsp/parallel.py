@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import mmap
-import multiprocessing
 import os
 import pickle
 import signal
@@ -62,7 +61,7 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
                       thread_launch: bool = False) -> ShareResult:
     """Findings, edits, rewritten-function anchors and whether any syntax error was found."""
     semantics = (semantics, thread_launch)  # the rules, as the workers take them
-    if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or not can_fork():
         return _analyze_share(text, 0, None, strict, semantics)
     layout = split_document(text)
     sizes = leaf_unit_sizes(layout)
@@ -70,6 +69,8 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
     if len(shares) < 2:
         return _analyze_share(text, 0, None, strict, semantics, layout)
     build_parser_once()  # before the fork, so that no process builds it again
+    import multiprocessing  # here: its import is 9 ms of every start of the command
+
     ctx = multiprocessing.get_context("fork")
     children = []
     for lo, hi in shares[1:]:
@@ -123,6 +124,8 @@ def can_fork(threaded: bool = False) -> bool:
     (macOS's system libraries may not survive such a fork)."""
     if threaded and not sys.platform.startswith("linux"):
         return False
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 

@@ -27,8 +27,10 @@ import os
 import re
 import stat
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from pathspec import GitIgnoreSpec
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 STDIN = "-"
 # In increasing precedence: `.ignore` wins over `.gitignore` (ripgrep's order).
@@ -50,19 +52,27 @@ def invalid_pattern(pattern: str) -> str | None:
     if not pattern.strip():
         return "empty pattern"
     try:
-        GitIgnoreSpec.from_lines([pattern])
+        _spec_type().from_lines([pattern])
     except (ValueError, re.error) as e:  # re.error: `[z-a]`, a range pathspec passes on
         return str(e)
     return None
+
+
+def _spec_type():
+    """pathspec's GitIgnoreSpec, imported on first use: its import is 27 ms of every start
+    of the command, which needs it only for ignore files and exclude patterns."""
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec
 
 
 def _compile(lines: Sequence[str]) -> GitIgnoreSpec:
     """The patterns of `lines`; lines git would not read as patterns are left out, as git
     leaves them."""
     try:
-        return GitIgnoreSpec.from_lines(lines)
+        return _spec_type().from_lines(lines)
     except (ValueError, re.error):
-        return GitIgnoreSpec.from_lines([line for line in lines
+        return _spec_type().from_lines([line for line in lines
                                          if invalid_pattern(line) is None])
 
 
