@@ -513,56 +513,45 @@ class _PlainParser:
         if stop != "$END":
             raise _NotPlain
 
-    def next_is(self, kind: str) -> bool:
-        """Is the next token of type `kind`?"""
-        return self.at < self.n and self.tokens[self.at].type == kind
+    def take(self, kind: str, into: list) -> bool:
+        """The next token, appended to `into`, if it is of type `kind`."""
+        if self.at < self.n and self.tokens[self.at].type == kind:
+            into.append(self.tokens[self.at])
+            self.at += 1
+            return True
+        return False
+
+    def expect(self, kind: str, into: list) -> None:
+        if not self.take(kind, into):
+            raise _NotPlain
 
     def op(self, depth: int):
-        tokens = self.tokens
-        c = []
-        if tokens[self.at].type == "RESULTS":
-            c.append(tokens[self.at])
-            self.at += 1
-            if not self.next_is("OP_NAME"):
-                raise _NotPlain
-        c.append(tokens[self.at])
-        self.at += 1
-        if self.next_is("BODY"):
-            c.append(tokens[self.at])
-            self.at += 1
-        while self.next_is("LBRACE_REGION"):
+        c: list = []
+        self.take("RESULTS", c)
+        self.expect("OP_NAME", c)
+        self.take("BODY", c)
+        while self.at < self.n and self.tokens[self.at].type == "LBRACE_REGION":
             c.append(self.region(depth + 1))
-            if self.next_is("BODY"):
-                c.append(tokens[self.at])
-                self.at += 1
+            self.take("BODY", c)
         return _BUILDER.custom_op(c)
 
     def region(self, depth: int):
         if depth > _PLAIN_DEPTH:
             raise _NotPlain
-        tokens = self.tokens
-        c = [tokens[self.at]]
-        self.at += 1
+        c: list = []
+        self.expect("LBRACE_REGION", c)
         entry: list = []
         self.ops_until(entry, "*", depth)
         if entry:
             c.append(_BUILDER.entry_block(entry))
-        while self.next_is("BLOCK_LABEL"):
-            b = [tokens[self.at]]
-            self.at += 1
-            if self.next_is("BODY"):
-                b.append(tokens[self.at])
-                self.at += 1
-            if not self.next_is("COLON"):
-                raise _NotPlain
-            b.append(tokens[self.at])
-            self.at += 1
-            self.ops_until(b, "*", depth)
-            c.append(_BUILDER.block(b))
-        if not self.next_is("RBRACE"):
-            raise _NotPlain
-        c.append(tokens[self.at])
-        self.at += 1
+        block: list = []
+        while self.take("BLOCK_LABEL", block):
+            self.take("BODY", block)
+            self.expect("COLON", block)
+            self.ops_until(block, "*", depth)
+            c.append(_BUILDER.block(block))
+            block = []
+        self.expect("RBRACE", c)
         return _BUILDER.region(c)
 
 
