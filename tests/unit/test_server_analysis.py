@@ -402,3 +402,20 @@ def test_container_headers_repeated_in_chunks_parse_once(monkeypatch):
     errors = [f for f in a.header_findings if f.code == "syntax"]
     assert len(errors) == 2 and errors[0].start != errors[1].start
     assert len([f for f in a.findings if f.code == "sync-gpu-ops"]) == 30
+
+
+def test_code_lenses_of_unblocked_functions_rebuild_no_unit():
+    """Lenses ask each function for its other rewrites; a function nothing blocks has none,
+    and a unit analysed in the other process is not parsed again to say so."""
+    from gpu_async_lsp.ide import features
+    from gpu_async_lsp.text import LineIndex
+
+    text = generate(12000) + "".join(_BLOCKED.format(i=i) for i in range(3))
+    a = Analyzer().analyze(text, 1)
+    lazy = [u for u in a.units if u.result._rebuild is not None]
+    assert lazy
+    lenses = features.code_lenses(a, LineIndex(text), "utf-16")
+    assert len(lenses) >= len(a.functions) // 2
+    blocked = {u.base for u in a.units if any(fn.blocker_codes for fn in u.result.functions)}
+    assert blocked
+    assert all(u.result._rebuild is not None for u in lazy if u.base not in blocked)
