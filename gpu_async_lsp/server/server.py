@@ -316,7 +316,9 @@ class GpuAsyncServer(LanguageServer):
                         index = await loop.run_in_executor(self.executor, LineIndex, text)
                         if state.analysis is result and state.index is None:
                             state.index = index
-                    if state.text_index is None or state.text_index.text is not text:
+                    current = self.current(state.uri)
+                    if (current is not None and current.source is text
+                            and (state.text_index is None or state.text_index.text is not text)):
                         state.text_index = index  # of the current text: for its changes
                     self.heap.settle(allocations)
                     if self.heap.release_overdue:

@@ -561,7 +561,7 @@ def parse_unit_tokens(text: str, raw: list, dialect: str | None, fallback_end: i
         tokens = prelex(text, raw, dialect)
         try:
             return _plain_parse(tokens), None
-        except _NotPlain:
+        except (_NotPlain, RecursionError):  # Lark's parse does not recurse
             pass
         return _lark().parse(tokens), None
     except PrelexError as e:
