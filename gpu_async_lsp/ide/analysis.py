@@ -127,8 +127,8 @@ class FunctionInfo:
     @property
     def variants(self) -> tuple[tuple[str, tuple[TextEdit, ...]], ...]:
         """Other rewrites of a blocked function that get past its blockers (the quick fixes of
-        those blockers): (variant, its edits), variants as in VARIANT_BLOCKERS. None for a
-        function nothing blocks, asked without its plan (a unit analysed in another process
+        those blockers): (variant, its edits), variants as in VARIANT_BLOCKERS. None (empty)
+        for a function nothing blocks, without asking its plan (a unit analysed in another process
         would be parsed again for it: the first code lenses of a big file did that for half
         of its functions)."""
         if not self.blocker_codes:
@@ -647,7 +647,10 @@ def shared_results(units: list[tuple], options: tuple) -> list[UnitResult] | Non
         return None
     ends = parallel.TwoEnds(len(units))
     try:
-        receive = parallel.in_forked_process(_light_results, units, options, ends)
+        try:
+            receive = parallel.in_forked_process(_light_results, units, options, ends)
+        except OSError:  # no process to be had (out of memory, process limit): this one
+            return None
         try:
             ours = [analyze_unit(*_arguments(units[i], options)) for i in ends.front()]
         except BaseException:

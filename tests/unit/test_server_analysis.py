@@ -419,3 +419,18 @@ def test_code_lenses_of_unblocked_functions_rebuild_no_unit():
     blocked = {u.base for u in a.units if any(fn.blocker_codes for fn in u.result.functions)}
     assert blocked
     assert all(u.result._rebuild is not None for u in lazy if u.base not in blocked)
+
+
+def test_server_analysis_in_one_process_when_no_process_can_be_forked(monkeypatch):
+    from gpu_async_lsp import parallel
+
+    def no_fork(fn, *args):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(parallel, "in_forked_process", no_fork)
+    text = generate(12000)
+    a = Analyzer().analyze(text, 1)
+    single = Analyzer()
+    single.share_big_batches = False
+    assert _snapshot_small(a) == _snapshot_small(single.analyze(text, 1))
+    assert not any(u.result._rebuild for u in a.units)
