@@ -159,20 +159,28 @@ def test_server_analysis_shared_with_a_process_equals_one_process():
                                    (False, "original", False)) is None
 
 
-def test_server_analysis_falls_back_when_the_process_fails(monkeypatch):
+class _Dead:
+    def __call__(self):
+        raise RuntimeError("a worker process failed: killed")
+
+    def cancel(self):
+        pass
+
+
+def _dies(fn, *args):
+    return _Dead()
+
+
+def _no_fork(fn, *args):
+    raise BlockingIOError(11, "Resource temporarily unavailable")
+
+
+@pytest.mark.parametrize("fork", [_dies, _no_fork], ids=["process dies", "no process"])
+def test_server_analysis_falls_back_when_the_process_fails(monkeypatch, fork):
+    """The other process died, or none could be forked: this one analyses the batch."""
     from gpu_async_lsp import parallel
 
-    class Dead:
-        def __call__(self):
-            raise RuntimeError("a worker process failed: killed")
-
-        def cancel(self):
-            pass
-
-    def dies(fn, *args):
-        return Dead()
-
-    monkeypatch.setattr(parallel, "in_forked_process", dies)
+    monkeypatch.setattr(parallel, "in_forked_process", fork)
     text = generate(12000)
     a = Analyzer().analyze(text, 1)
     single = Analyzer()
@@ -420,17 +428,3 @@ def test_code_lenses_of_unblocked_functions_rebuild_no_unit():
     assert blocked
     assert all(u.result._rebuild is not None for u in lazy if u.base not in blocked)
 
-
-def test_server_analysis_in_one_process_when_no_process_can_be_forked(monkeypatch):
-    from gpu_async_lsp import parallel
-
-    def no_fork(fn, *args):
-        raise BlockingIOError(11, "Resource temporarily unavailable")
-
-    monkeypatch.setattr(parallel, "in_forked_process", no_fork)
-    text = generate(12000)
-    a = Analyzer().analyze(text, 1)
-    single = Analyzer()
-    single.share_big_batches = False
-    assert _snapshot_small(a) == _snapshot_small(single.analyze(text, 1))
-    assert not any(u.result._rebuild for u in a.units)
