@@ -127,10 +127,10 @@ class FunctionInfo:
     @property
     def variants(self) -> tuple[tuple[str, tuple[TextEdit, ...]], ...]:
         """Other rewrites of a blocked function that get past its blockers (the quick fixes of
-        those blockers): (variant, its edits), variants as in VARIANT_BLOCKERS. None (empty)
-        for a function nothing blocks, without asking its plan (a unit analysed in another process
-        would be parsed again for it: the first code lenses of a big file did that for half
-        of its functions)."""
+        those blockers): (variant, its edits), variants as in VARIANT_BLOCKERS. Empty for a
+        function nothing blocks, without asking its plan (for a unit analysed in another
+        process, that would parse the unit again: the first code lenses of a big file did so
+        for half of its functions)."""
         if not self.blocker_codes:
             return ()
         return tuple((name, _shifted(edits, self.delta)) for name, edits in self.plan.variants())
