@@ -407,6 +407,19 @@ def test_unit_positions_of_many_findings_linear():
     assert_linear(lambda arg: positions_of(*arg), make, 4500)
 
 
+def test_unit_positions_of_non_ascii_long_line_linear():
+    """Positions counted on a line that is not ASCII: each offset costs the text since the
+    previous one, not the line's whole prefix again."""
+    from gpu_async_lsp.text import UTF8, positions_of
+
+    def make(n):
+        line = "".join(f"%a{i} = gpu.alloc () {{n = \"é𝄞\"}} : memref<?xf32> " for i in range(n))
+        text = line + "\n" + "\r\n".join(f"  // ü {i}" for i in range(n))
+        return text, list(range(0, len(text), 5))
+
+    assert_linear(lambda arg: positions_of(arg[0], arg[1], UTF8), make, 3000)
+
+
 def test_suppression_comments_on_many_lines_linear():
     """Findings against suppression comments: each line with the marker read once, each
     finding a bisection."""

@@ -93,7 +93,7 @@ def test_edits_overlapping_are_rejected_and_nothing_applied():
 
 
 def test_positions_of_equals_the_line_index_on_random_texts():
-    """The counting fast path (ASCII, "\\n" and "\\r\\n" lines) and its fallback give what
+    """The counting fast path ("\\n" and "\\r\\n" lines, ASCII or not) and its fallback give what
     LineIndex.position gives, for offsets in any order, repeated or out of range."""
     import random
 
@@ -102,8 +102,9 @@ def test_positions_of_equals_the_line_index_on_random_texts():
     rng = random.Random(1)
     wide = ["a", " ", "\n", "\r\n", "\r", "é", "𝄞", "\t", "%", "\x0b", "\u2028"]
     plain = ["a", " ", "\n", "\r\n", "x"]
-    for trial in range(6000):
-        pool = wide if trial % 2 else plain
+    counted = ["a", "\n", "\r\n", "é", "𝄞", "\ud800", "\x0b", "\u2028", "\x85", "字"]  # no lone "\r"
+    for trial in range(9000):
+        pool = (plain, wide, counted)[trial % 3]
         text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))
         offsets = [rng.randint(-2, len(text) + 2) for _ in range(rng.randint(0, 8))]
         index = LineIndex(text)
