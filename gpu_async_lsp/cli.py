@@ -58,7 +58,7 @@ from gpu_async_lsp.report import (
 )
 from gpu_async_lsp.server import build_arg_parser as build_serve_parser
 from gpu_async_lsp.syntax import parse_document
-from gpu_async_lsp.syntax.parser import gc_paused
+from gpu_async_lsp.syntax.parser import build_parser_once, gc_paused
 from gpu_async_lsp.syntax.tree import format_tree
 from gpu_async_lsp.text import UTF32, LineIndex, positions_of
 from gpu_async_lsp.walk import STDIN, collect_files
@@ -245,7 +245,9 @@ def _internal_error(display: str, e: BaseException) -> str:
 # -- check ------------------------------------------------------------------------------------
 
 def _warm_up() -> None:
-    """Build the parser once before forking workers, so each worker inherits it."""
+    """Build the parser once before forking workers, so each worker inherits it (of many
+    files, some need Lark)."""
+    build_parser_once()
     analyze("func.func @f() {\n  return\n}\n")
 
 

@@ -68,7 +68,8 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
     shares = _shares(sizes, min(jobs, max(1, len(sizes))))
     if len(shares) < 2:
         return _analyze_share(text, 0, None, strict, semantics, layout)
-    build_parser_once()  # before the fork, so that no process builds it again
+    # The parser is not built before the fork: most big files of host code never need Lark
+    # (parser._plain_parse), and a share that does builds it in parallel with the other.
     import multiprocessing  # here: its import is 9 ms of every start of the command
 
     ctx = multiprocessing.get_context("fork")

@@ -52,8 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     root.setLevel(args.log_level)
 
     from gpu_async_lsp.server.server import build_server
+    from gpu_async_lsp.syntax.parser import build_parser_once
 
     server = build_server()
+    # Lark and its parser, before the first document: a first open (and the process it forks
+    # to share a big one) then finds them made.
+    build_parser_once()
     if args.tcp:
         server.start_tcp(args.host, args.port)
     else:

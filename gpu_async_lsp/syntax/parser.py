@@ -15,10 +15,7 @@ import gc
 import re
 import threading
 from pathlib import Path
-
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, UnexpectedToken
-from lark.lexer import Lexer
+from typing import TYPE_CHECKING
 
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
 from gpu_async_lsp.syntax import gpu_formats, refs
@@ -50,8 +47,12 @@ from gpu_async_lsp.syntax.prelex import (
     OpsToken,
     PrelexError,
     ResultsToken,
+    Token,
     prelex,
 )
+
+if TYPE_CHECKING:
+    from lark import Lark
 
 TOP_LEVEL_DIALECT = "builtin"  # MLIR's parser starts with `builtin` as the default dialect
 
@@ -71,16 +72,6 @@ def grammar_text() -> str:
 
         text = resources.files("gpu_async_lsp").joinpath("grammar/mlir.lark").read_text("utf-8")
     return text + "\n" + gpu_formats.grammar_rules()
-
-
-class _TokenListLexer(Lexer):
-    """Feeds Lark the coarse tokens the pre-lexer made (Lark's custom-lexer hook)."""
-
-    def __init__(self, lexer_conf):
-        pass
-
-    def lex(self, tokens):
-        return iter(tokens)
 
 
 _TERMINAL_WORDS = {
@@ -237,10 +228,9 @@ def _line_op(src: str, t, name: str) -> Op:
     return op
 
 
-class _Builder(Transformer):
-    """Lark inline callbacks: build IR objects while the LALR parser reduces."""
-
-    __visit_tokens__ = False
+class _Builder:
+    """Lark inline callbacks: build IR objects while the LALR parser reduces (Lark calls the
+    method named after each rule; a plain object, so that defining it needs no Lark)."""
 
     def start(self, children):
         return _expand(children)
@@ -395,7 +385,7 @@ def _lark() -> Lark:
     return p
 
 
-_PARSER: Lark | None = None
+_PARSER = None  # the process's Lark parser, built on first use
 _PARSER_LOCK = threading.Lock()
 
 
@@ -413,12 +403,19 @@ def _shared_parser() -> Lark:
 
 
 def build_parser(strict: bool = False) -> Lark:
+    """The Lark parser of the grammar. Lark is imported here, not with this module: units that
+    `_plain_parse` reads need none of it (all of a 50k-line file of host code), and its import
+    and the parser's build were 50 ms of every `check`."""
+    from lark import Lark
+
+    from gpu_async_lsp.syntax.lark_lexer import TokenListLexer
+
     # cache=True: Lark keeps the grammar analysis in a temporary file named by a hash of the
     # grammar and options (a fresh process then builds the parser in ~10 ms, not ~90 ms).
     return Lark(
         grammar_text(),
         parser="lalr",
-        lexer=_TokenListLexer,
+        lexer=TokenListLexer,
         transformer=_Builder(),
         maybe_placeholders=False,
         strict=strict,
@@ -432,7 +429,10 @@ def _describe(tok: Token) -> str:
     return f"'{str(tok)[:40]}'"
 
 
-def _syntax_issue(err: UnexpectedInput, fallback: int, text: str) -> SyntaxIssue:
+def _syntax_issue(err: Exception, fallback: int, text: str) -> SyntaxIssue:
+    """The issue of Lark's UnexpectedInput `err`."""
+    from lark.exceptions import UnexpectedToken
+
     tok = getattr(err, "token", None)
     if isinstance(err, UnexpectedToken) and tok is not None:
         expected = sorted(err.expected)
@@ -563,14 +563,22 @@ def parse_unit_tokens(text: str, raw: list, dialect: str | None, fallback_end: i
             return _plain_parse(tokens), None
         except (_NotPlain, RecursionError):  # Lark's parse does not recurse
             pass
-        return _lark().parse(tokens), None
+        return _lark_parse(tokens, fallback_end, text)
     except PrelexError as e:
         return [], SyntaxIssue(e.message, e.start, e.end)
-    except UnexpectedInput as e:
-        return [], _syntax_issue(e, fallback_end, text)
     except RecursionError:
         start = raw[0].start if raw else fallback_end
         return [], SyntaxIssue("nesting too deep to parse", start, start + 1)
+
+
+def _lark_parse(tokens: list, fallback_end: int, text: str):
+    parser = _lark()  # imports Lark: from here on its exceptions are loaded
+    from lark.exceptions import UnexpectedInput
+
+    try:
+        return parser.parse(tokens), None
+    except UnexpectedInput as e:
+        return [], _syntax_issue(e, fallback_end, text)
 
 
 def _parse_header(text: str, unit: Unit, dialect: str | None):

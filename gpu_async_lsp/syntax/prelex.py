@@ -16,14 +16,14 @@ Runs of tokens that do not matter to the structure become one BODY token that ca
 uses and symbol references. The ops of GPUOps.td that the rewrite edits are passed on token by
 token, so that the grammar checks their assembly format exactly.
 
-No pygls or lsprotocol here; lark only for its Token type.
+No lark, pygls or lsprotocol here: the tokens are this module's `Token`, which Lark takes
+as they are when a unit needs its parser (most units of host code never do, and a process
+that meets none does not import Lark at all).
 """
 
 from __future__ import annotations
 
 import re
-
-from lark import Token
 
 from gpu_async_lsp.op_tables import (
     ASYNC_INTERFACE_OPS,
@@ -57,6 +57,46 @@ _FINE = 1  # exact GPU op: token by token
 _DEPS = 2  # async clause of another AsyncOpInterface op, then _BODY
 
 
+class Token(str):
+    """A coarse terminal for the parser: its text, its grammar terminal (`type`) and its span
+    in the text. Has what Lark reads of a token (`type`, `start_pos`, `end_pos` and the
+    line/column fields its end-of-input token borrows) without importing Lark; compares and
+    hashes as its text."""
+
+    __slots__ = ("type", "start_pos", "end_pos")
+
+    def __new__(cls, type_: str, value: str, start_pos: int | None = None,
+                end_pos: int | None = None):
+        self = str.__new__(cls, value)
+        self.type = type_
+        self.start_pos = start_pos
+        self.end_pos = end_pos
+        return self
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    # Lark's end-of-input token copies these; offsets are all this parser uses.
+    line = column = end_line = end_column = None
+
+    def __reduce__(self):  # the subclasses' slots too (a forked worker's results cross a pipe)
+        state = {k: getattr(self, k) for c in type(self).__mro__[:-2]
+                 for k in getattr(c, "__slots__", ()) if hasattr(self, k)}
+        return (_token, (type(self), str.__str__(self)), state)
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def __repr__(self) -> str:
+        return f"Token({self.type!r}, {str.__str__(self)!r})"
+
+
+def _token(cls: type, value: str) -> Token:
+    return str.__new__(cls, value)
+
+
 class PrelexError(Exception):
     def __init__(self, message: str, start: int, end: int):
         super().__init__(message)
@@ -86,10 +126,7 @@ class ResultsToken(Token):
 
 
 def _tok(type_: str, value: str, start: int, end: int) -> Token:
-    t = Token(type_, value)
-    t.start_pos = start
-    t.end_pos = end
-    return t
+    return Token(type_, value, start, end)
 
 
 class _Frame:
