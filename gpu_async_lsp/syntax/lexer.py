@@ -444,30 +444,37 @@ def split_units(text: str, start: int, end: int) -> list[Unit]:
     parent; it ends where the next one starts. Text that does not fit (a stray `}`, garbage)
     stays inside the preceding unit, where the parser reports it.
     """
-    return _split(text, start, end, 0)
+    return _split(text, start, end, 0, None, 0, 0)
 
 
-def _split(text: str, start: int, end: int, level: int) -> list[Unit]:
+def _split(text: str, start: int, end: int, level: int, braces: list | None, lo: int,
+           hi: int) -> list[Unit]:
     # Braces first (strings, comments and metadata skipped); op starts are looked for only in
     # the stretches at depth 0, so a module's body costs one brace scan, not one match a line.
+    # The braces of the whole text are scanned once: a container's children are split with
+    # braces[lo:hi], the braces inside its body (a module's body is most of a file).
     first = _BLANKS_RE.match(text, start, end).end()
     if first >= end:
         return []
+    if braces is None:
+        braces = list(_braces(text, first, end))
+        lo, hi = 0, len(braces)
     starts = [first]
-    pairs: dict[int, int] = {}  # `}` -> `{` of the brace pairs at depth 0
+    pairs: dict[int, tuple[int, int, int]] = {}  # `}` -> `{` and both indices, at depth 0
     depth = 0
     stretch = first
-    open_at = -1
-    for brace, at in _braces(text, first, end):
+    open_at = open_i = -1
+    for i in range(lo, hi):
+        brace, at = braces[i]
         if brace == "{":
             if depth == 0:
-                open_at = at
+                open_at, open_i = at, i
                 _op_starts(text, stretch, open_at, starts)
             depth += 1
         elif depth > 0:
             depth -= 1
             if depth == 0:
-                pairs[at] = open_at
+                pairs[at] = (open_at, open_i, i)
                 stretch = at + 1
     if depth == 0:
         _op_starts(text, stretch, end, starts)
@@ -476,9 +483,10 @@ def _split(text: str, start: int, end: int, level: int) -> list[Unit]:
         e = _trim_end(text, s, e)
         if e <= s:
             continue
-        lbrace = pairs.get(e - 1)
-        if lbrace is not None and lbrace > s and level < 64 and CONTAINER_NAME_RE.match(text, s):
-            children = _split(text, lbrace + 1, e - 1, level + 1)
+        pair = pairs.get(e - 1)
+        if pair is not None and pair[0] > s and level < 64 and CONTAINER_NAME_RE.match(text, s):
+            lbrace, open_i, close_i = pair
+            children = _split(text, lbrace + 1, e - 1, level + 1, braces, open_i + 1, close_i)
             units.append(Unit(s, e, (lbrace, e - 1), children))
         else:
             units.append(Unit(s, e, None, []))

@@ -107,6 +107,25 @@ def test_units_nested_containers_recurse():
     assert gmod.children[0].region is None  # gpu.func is not a container
 
 
+def test_units_children_split_with_the_braces_of_the_whole_scan():
+    """A container's children are split from the braces the scan of the whole text found: the
+    same units as splitting its body alone, around braces in strings (with escaped quotes),
+    comments and metadata."""
+    bodies = [
+        'func.func @f() {\n  %s = "d.op"() {a = "}{"} : () -> ()\n  return\n}\n'
+        'gpu.module @k {\n  gpu.func @g() kernel { // } {\n    gpu.return\n  }\n}\n',
+        'module @inner {\n  func.func @h() {\n    return\n  }\n}\n{-# x = "{" #-}\n',
+        '%a = "d.op"() : () -> ()\n%b = "e.op"() {s = "a\\"}{"} : () -> ()\n"func.func"() ({\n})',
+        'func.func @u() {\n  return // {\n}\n{-# dialect_resources: { x } #-}\n',
+    ]
+    for body in bodies:
+        text = "module {\n" + body + "}\n"
+        (unit,) = split_units(text, 0, len(text))
+        assert unit.region is not None
+        lbrace, rbrace = unit.region
+        assert unit.children == split_units(text, lbrace + 1, rbrace), body
+
+
 def test_units_module_attributes_on_several_lines_before_body():
     """`module attributes {...} {` : the region is the second `{`, not the attribute dict."""
     text = ('module attributes {\n  gpu.container_module,\n  a = "}",\n  b = {c = 1}\n} {\n'
