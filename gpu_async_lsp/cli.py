@@ -33,14 +33,9 @@ import sys
 from gpu_async_lsp import __version__
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
-from gpu_async_lsp.async_region.rewriter import (
-    ORIGINAL,
-    findings_after_fix,
-    offset_mover,
-)
+from gpu_async_lsp.async_region.rewriter import ORIGINAL, moved_findings
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.config import Config, ConfigError, Resolver, reported
-from gpu_async_lsp.edits import sort_edits
 from gpu_async_lsp.options import add_arguments, given_arguments
 from gpu_async_lsp.parallel import analyze_in_shares
 from gpu_async_lsp.report import (
@@ -152,14 +147,15 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         if syntax_errors:
             rewritten = set()
         hints = [f for f in findings if f.code == SYNC_GPU_OPS and (f.start, f.end) in rewritten]
-        # Sorted once here: --fix applies them, moves the findings and the hints' lines.
-        edits = sort_edits(edits)
+        # Sorted already (each share of a big file sorted its own): --fix applies them,
+        # moves the findings and the hints' lines.
         fixed, fixes, moved = text, {}, None
         if (options.fix or options.diff) and rewritten:
-            moved = offset_mover(edits)
-            fixed, findings = findings_after_fix(text, findings, edits, rewritten, moved)
+            moved = edits.mover()
+            fixed = edits.apply(text)
+            findings = moved_findings(findings, rewritten, moved)
         elif options.fix_details:
-            fixes = _fixes(hints, edits)
+            fixes = _fixes(hints, edits.to_list())
         if options.severity:  # the configuration's select, ignore and severity
             findings = reported(findings, dict(options.severity))
             if fixes:

@@ -1,9 +1,11 @@
 """Execution: the analysis of one big buffer, split over several processes.
 
 The units of a buffer (`syntax.lexer.split_units`) are parsed and analyzed independently, so a
-50k-line file can be shared among the cores: each forked process parses a contiguous share of
-the leaf units (container headers are parsed by all; their findings are merged) and returns
-only findings and planned edits, never IR. Used by `check`; imports no protocol code.
+50k-line file can be shared among the cores: its leaf units are cut into contiguous blocks,
+which the processes claim as they go (container headers are parsed by every block of their
+chunk; their findings are merged), and a forked process returns only findings and planned
+edits, never IR. Used by `check` (`Claims`) and by the server (`TwoEnds`, `in_forked_process`);
+imports no protocol code.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ import threading
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import Finding
 from gpu_async_lsp.async_region.rewriter import ORIGINAL
-from gpu_async_lsp.edits import TextEdit
+from gpu_async_lsp.edits import SortedEdits
 from gpu_async_lsp.syntax.parser import (
     LeafShare,
-    build_parser_once,
+    leaf_counts,
     leaf_unit_sizes,
     parse_document,
     split_document,
@@ -31,16 +33,22 @@ from gpu_async_lsp.syntax.parser import (
 
 # Below this size a second process costs more than it saves.
 MIN_PARALLEL_CHARS = 400_000
+# A big buffer's leaf units are cut into blocks of about equal size (this many per process),
+# which the processes claim as they go (`Claims`): on a shared, noisy machine none waits long
+# for another, as with shares fixed in advance (a 50k-line check waited up to 100 ms).
+BLOCKS_PER_PROCESS = 8
 
-ShareResult = tuple[list[Finding], list[TextEdit], set[tuple[int, int]], bool]
+ShareResult = tuple[list[Finding], SortedEdits, set[tuple[int, int]], bool]
 
 
 def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, rules: tuple,
-                   layout=None) -> ShareResult:
+                   layout=None, counts=None) -> ShareResult:
+    """Findings, edits (sorted), rewritten-function anchors and whether a syntax error was
+    found, of the leaf units [lo, hi) of `text` (all of them: 0, None)."""
     semantics, thread_launch = rules
-    analysis = analyze(parse_document(text, LeafShare(lo, hi), layout), strict=strict,
+    analysis = analyze(parse_document(text, LeafShare(lo, hi, counts), layout), strict=strict,
                        semantics=semantics, thread_launch=thread_launch)
-    return (analysis.findings, analysis.edits(), analysis.rewritten_anchors(),
+    return (analysis.findings, SortedEdits.of(analysis.edits()), analysis.rewritten_anchors(),
             analysis.has_syntax_errors)
 
 
@@ -59,43 +67,55 @@ def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
 
 def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGINAL,
                       thread_launch: bool = False) -> ShareResult:
-    """Findings, edits, rewritten-function anchors and whether any syntax error was found."""
-    semantics = (semantics, thread_launch)  # the rules, as the workers take them
+    """Findings, edits, rewritten-function anchors and whether any syntax error was found.
+
+    A big buffer's blocks of leaf units are analysed by `jobs` processes (this one and forked
+    ones), each from its own block on, taking the blocks no other has claimed (`Claims`); the
+    results are joined in text order (the edits of each block sorted in its process)."""
+    rules = (semantics, thread_launch)  # the rules, as the workers take them
     if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or not can_fork():
-        return _analyze_share(text, 0, None, strict, semantics)
+        return _analyze_share(text, 0, None, strict, rules)
     layout = split_document(text)
     sizes = leaf_unit_sizes(layout)
-    shares = _shares(sizes, min(jobs, max(1, len(sizes))))
-    if len(shares) < 2:
-        return _analyze_share(text, 0, None, strict, semantics, layout)
-    # The parser is not built before the fork: most big files of host code never need Lark
-    # (parser._plain_parse), and a share that does builds it in parallel with the other.
-    import multiprocessing  # here: its import is 9 ms of every start of the command
-
-    ctx = multiprocessing.get_context("fork")
+    blocks = _shares(sizes, min(BLOCKS_PER_PROCESS * jobs, max(1, len(sizes))))
+    processes = min(jobs, len(blocks))
+    if processes < 2:
+        return _analyze_share(text, 0, None, strict, rules, layout)
+    counts = leaf_counts(layout)
+    args = (text, blocks, strict, rules, layout, counts)
+    claims = Claims(len(blocks))
+    done: dict[int, tuple] = {}
     children = []
-    for lo, hi in shares[1:]:
-        reader, writer = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(writer, text, lo, hi, strict, semantics, layout),
-                           daemon=True)
-        proc.start()
-        writer.close()
-        children.append((proc, reader))
-    results = [_analyze_share(text, *shares[0], strict, semantics, layout)]
-    for proc, reader in children:
+    try:
         try:
-            results.append(_unpacked(pickle.loads(reader.recv_bytes())))
-        except (EOFError, OSError, pickle.PickleError) as e:
-            raise RuntimeError(f"a worker process failed: {e}") from e
-        finally:
-            reader.close()
-            proc.join()
+            for p in range(1, processes):
+                children.append(in_forked_process(_claimed_blocks, *args, claims,
+                                                  p * len(blocks) // processes))
+        except OSError:  # no more processes to be had: the others take their blocks
+            pass
+        try:
+            done.update(_claimed_blocks(*args, claims, 0))
+        except BaseException:
+            for child in children:
+                child.cancel()
+            raise
+        for child in children:
+            try:
+                for i, packed in child().items():
+                    done.setdefault(i, packed)
+            except RuntimeError:  # the process died (out of memory, killed): see below
+                pass
+    finally:
+        claims.close()
     findings: dict[tuple, Finding] = {}
-    edits: list[TextEdit] = []
+    edits = SortedEdits()
     anchors: set[tuple[int, int]] = set()
     errors = False
-    for f, e, a, err in results:
-        for finding in f:  # container headers are parsed (and reported) by every share
+    for i, block in enumerate(blocks):
+        packed = done.get(i)
+        f, e, a, err = (_unpacked(packed) if packed is not None  # else its process died
+                        else _analyze_share(text, *block, strict, rules, layout, counts))
+        for finding in f:  # container headers are parsed (and reported) by every block
             findings.setdefault((finding.code, finding.start, finding.end, finding.message), finding)
         edits.extend(e)
         anchors |= a
@@ -104,19 +124,23 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
     return ordered, edits, anchors, errors
 
 
+def _claimed_blocks(text: str, blocks: list, strict: bool, rules: tuple, layout, counts,
+                    claims: Claims, start: int) -> dict[int, tuple]:
+    """The results of the blocks this process claims, walking them from `start` around."""
+    return {i: _packed(_analyze_share(text, *blocks[i], strict, rules, layout, counts))
+            for i in claims.walk(start)}
+
+
 def _packed(result: ShareResult) -> tuple:
-    """A share's result for the pipe: its edits as one flat list of offsets and texts (a 50k-
-    line file's 20k edits pickled as objects took 65 ms to write and 60 ms to read, one after
-    the other at the end of the analysis; flat, 10 ms each)."""
+    """A block's result for the pipe: its edits as their three flat lists (a 50k-line file's
+    20k edits pickled as objects took 65 ms to write and 60 ms to read)."""
     findings, edits, anchors, errors = result
-    flat = [x for e in edits for x in (e.start, e.end, e.new_text)]
-    return findings, flat, anchors, errors
+    return findings, edits.starts, edits.ends, edits.texts, anchors, errors
 
 
 def _unpacked(packed: tuple) -> ShareResult:
-    findings, flat, anchors, errors = packed
-    it = iter(flat)
-    return findings, [TextEdit(s, e, t) for s, e, t in zip(it, it, it)], anchors, errors
+    findings, starts, ends, texts, anchors, errors = packed
+    return findings, SortedEdits(starts, ends, texts), anchors, errors
 
 
 def can_fork(threaded: bool = False) -> bool:
@@ -125,9 +149,7 @@ def can_fork(threaded: bool = False) -> bool:
     (macOS's system libraries may not survive such a fork)."""
     if threaded and not sys.platform.startswith("linux"):
         return False
-    import multiprocessing
-
-    return "fork" in multiprocessing.get_all_start_methods()
+    return hasattr(os, "fork")  # not multiprocessing's start methods: its import is 9 ms
 
 
 def in_forked_process(fn, *args):
@@ -137,7 +159,6 @@ def in_forked_process(fn, *args):
     A bare os.fork, not multiprocessing: its child start-up closes sys.stdin, whose lock the
     language server's reader thread holds while it waits for input, and would hang there. The
     child touches nothing but `fn` and its end of a pipe."""
-    build_parser_once()  # before the fork, so that the child does not build it again
     read_fd, write_fd = os.pipe()
     parent = os.getpid()
     pid = os.fork()
@@ -180,6 +201,29 @@ def _prctl():
 
 
 _PRCTL = _prctl()
+
+
+class Claims:
+    """Items 0..n-1 shared by processes forked after this is made: each walks them from its own
+    start, around, and takes every item no other has claimed (a byte in shared memory, set
+    before the item is taken). Every item is taken, each by one process but for two that read
+    its byte at the same moment: both then take it, which costs only work, as the results of
+    an item are all the same."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self._map = mmap.mmap(-1, max(1, n))  # anonymous and shared: the fork shares it
+
+    def walk(self, start: int):
+        claimed, n = self._map, self.n
+        for k in range(n):
+            i = (start + k) % n
+            if not claimed[i]:
+                claimed[i] = 1
+                yield i
+
+    def close(self) -> None:
+        self._map.close()
 
 
 class TwoEnds:
@@ -254,13 +298,3 @@ class _Forked:
             os.close(self.read_fd)
         with contextlib.suppress(OSError):
             os.waitpid(self.pid, 0)
-
-
-def _child(writer, text: str, lo: int, hi: int | None, strict: bool, semantics: tuple,
-           layout) -> None:
-    try:
-        writer.send_bytes(pickle.dumps(_packed(
-            _analyze_share(text, lo, hi, strict, semantics, layout))))
-    finally:
-        writer.close()
-        os._exit(0)  # skip the heap teardown (see cli.entry)

@@ -482,21 +482,23 @@ class Analysis:
 
 
 def findings_after_fix(text: str, findings: list[Finding], edits: list[TextEdit],
-                       rewritten: set[tuple[int, int]], moved=None) -> tuple[str, list[Finding]]:
+                       rewritten: set[tuple[int, int]]) -> tuple[str, list[Finding]]:
     """Apply `edits`; the findings that remain are all but the hints of the rewritten functions
     (anchored at `rewritten`), their offsets moved past the edits.
 
-    Given `moved` (the `offset_mover` of `edits`), the edits are taken as sorted already
-    (`sort_edits`): a caller that needs both sorts and measures the shifts once.
-
     Re-analyzing the fixed text would cost a second parse and, in strict mode, report the
     `gpu.wait`s the rewrite itself inserted."""
-    if moved is None:
-        edits = sort_edits(edits)
+    edits = sort_edits(edits)
     if not edits:
         return text, list(findings)
     fixed = apply_edits(text, edits, presorted=True)
-    moved = moved or offset_mover(edits)
+    return fixed, moved_findings(findings, rewritten, offset_mover(edits))
+
+
+def moved_findings(findings: list[Finding], rewritten: set[tuple[int, int]],
+                   moved) -> list[Finding]:
+    """The findings that remain after the fix (all but the hints of the rewritten functions,
+    anchored at `rewritten`), their offsets `moved` past the edits."""
     remaining = []
     for f in findings:
         if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
@@ -504,7 +506,7 @@ def findings_after_fix(text: str, findings: list[Finding], edits: list[TextEdit]
         remaining.append(dataclasses.replace(
             f, start=moved(f.start), end=moved(f.end),
             related=tuple(Related(moved(r.start), moved(r.end), r.message) for r in f.related)))
-    return fixed, remaining
+    return remaining
 
 
 def offset_mover(edits: list[TextEdit]):

@@ -37,6 +37,7 @@ from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, Unit, tokenize_lines
 from gpu_async_lsp.syntax.parser import (
     OP_WORDS,
     TOP_LEVEL_DIALECT,
+    build_parser_once,
     gc_paused,
     parse_container_header,
     parse_unit_tokens,
@@ -645,6 +646,7 @@ def shared_results(units: list[tuple], options: tuple) -> list[UnitResult] | Non
             break
     else:
         return None
+    build_parser_once()  # before the fork, so that the child does not build it again
     ends = parallel.TwoEnds(len(units))
     try:
         try:

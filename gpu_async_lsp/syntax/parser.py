@@ -600,19 +600,30 @@ def parse_container_header(text: str, unit: Unit, dialect: str | None):
 
 class LeafShare:
     """Which leaf units (units that are not containers, counted in text order) to parse; the
-    others are skipped. Lets several processes each parse a share of one big buffer."""
+    others are skipped. Lets several processes each parse a share of one big buffer. Given
+    `counts` (the leaf units of each chunk of the layout, `leaf_counts`), a chunk that holds
+    none of the share is skipped whole, container headers and all: a file of many `// -----`
+    chunks is parsed in many small shares."""
 
-    __slots__ = ("lo", "hi", "index")
+    __slots__ = ("lo", "hi", "index", "counts")
 
-    def __init__(self, lo: int = 0, hi: int | None = None):
+    def __init__(self, lo: int = 0, hi: int | None = None, counts: list[int] | None = None):
         self.lo = lo
         self.hi = hi
         self.index = 0
+        self.counts = counts
 
     def take(self) -> bool:
         i = self.index
         self.index += 1
         return self.lo <= i and (self.hi is None or i < self.hi)
+
+    def holds(self, a: int, b: int) -> bool:
+        """Does a chunk of leaf units [a, b) hold any of the share? A chunk of none (a header,
+        aliases) belongs to the share that holds its place, so that one share parses it."""
+        if a == b:
+            return self.lo <= a and (self.hi is None or a < self.hi)
+        return b > self.lo and (self.hi is None or a < self.hi)
 
 
 def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk,
@@ -694,7 +705,21 @@ def parse_document(text: str, share: LeafShare | None = None,
     share = share or LeafShare()
     if layout is None:
         layout = split_document(text)
-    return Document(text, [parse_chunk(text, s, e, share, units) for s, e, units in layout])
+    chunks = []
+    for k, (start, end, units) in enumerate(layout):
+        if share.counts is not None:
+            a = share.index
+            b = a + share.counts[k]
+            if not share.holds(a, b):
+                share.index = b
+                continue
+        chunks.append(parse_chunk(text, start, end, share, units))
+    return Document(text, chunks)
+
+
+def leaf_counts(layout: list[tuple[int, int, list[Unit]]]) -> list[int]:
+    """The number of leaf units of each chunk (for `LeafShare`)."""
+    return [len(leaf_unit_sizes([chunk])) for chunk in layout]
 
 
 def leaf_unit_sizes(layout: list[tuple[int, int, list[Unit]]]) -> list[int]:

@@ -374,11 +374,105 @@ def test_check_share_crosses_the_pipe_unchanged():
 
     text = generate(300) + "".join(_BLOCKED.format(i=i) for i in range(3))
     result = parallel._analyze_share(text, 0, None, False, ("original", False))
-    assert result[1] and result[0]
+    assert len(result[1]) and result[0]
     assert parallel._unpacked(pickle.loads(pickle.dumps(parallel._packed(result)))) == result
     # And the command's two-process analysis equals the one-process one.
     big = generate(12000)
     assert parallel.analyze_in_shares(big, False, 2) == parallel.analyze_in_shares(big, False, 1)
+
+
+def _chunked_text() -> str:
+    """Many `// -----` chunks: host code, blocked functions, a module header with an error,
+    chunks of no leaf unit (an empty module, a bare `}`), device code."""
+    parts = []
+    for i in range(200):
+        parts.append(generate(50, seed=i))
+        parts.append(_BLOCKED.format(i=i))
+        if i % 7 == 0:
+            parts.append("module {\n}\n")
+        if i % 11 == 0:
+            parts.append("module @m attributes {x = } {\n  func.func @f() {\n    return\n  }\n}\n")
+            parts.append(f"module @e{i} attributes {{x = }} {{\n}}\n")  # no leaf unit
+        if i % 13 == 0:
+            parts.append("}\n")
+        if i % 5 == 0:
+            parts.append("gpu.module @k {\n  gpu.func @g() kernel {\n    gpu.return\n  }\n}\n")
+    return "\n// -----\n".join(parts)
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_check_blocks_taken_from_both_ends_equal_one_process(monkeypatch, fork):
+    """`check`'s two processes take blocks of leaf units from both ends; chunks that hold none
+    of a block are skipped whole, and a chunk of no leaf unit is parsed by one block: the
+    joined result is the one-process result. Without a second process (fork fails) this one
+    takes every block."""
+    from gpu_async_lsp import parallel
+
+    text = _chunked_text()
+    assert len(text) > parallel.MIN_PARALLEL_CHARS
+    one = parallel.analyze_in_shares(text, False, 1)
+    if not fork:
+        def no_fork(*args):
+            raise OSError("no process")
+
+        monkeypatch.setattr(parallel, "in_forked_process", no_fork)
+    two = parallel.analyze_in_shares(text, False, 2)
+    assert two == one
+    assert one[0] and len(one[1]) and one[2] and one[3]  # findings, edits, anchors, errors
+
+
+def test_check_blocks_of_a_dead_process_are_analysed_here(monkeypatch):
+    """A forked process claimed blocks and died (killed, out of memory) before it sent them:
+    this one analyses them after its own."""
+    from gpu_async_lsp import parallel
+
+    claimed = []
+
+    class Dead:
+        def __call__(self):
+            raise RuntimeError("a worker process failed")
+
+        def cancel(self):
+            pass
+
+    def dies_after_claiming(fn, *args):
+        claims, start = args[-2], args[-1]
+        walk = claims.walk(start)
+        claimed.extend(next(walk) for _ in range(3))
+        return Dead()
+
+    monkeypatch.setattr(parallel, "in_forked_process", dies_after_claiming)
+    text = _chunked_text()
+    assert parallel.analyze_in_shares(text, False, 2) == parallel.analyze_in_shares(text, False, 1)
+    assert len(claimed) == 3
+
+
+def test_check_blocks_shared_by_three_processes_equal_one_process():
+    from gpu_async_lsp import parallel
+
+    text = _chunked_text()
+    assert parallel.analyze_in_shares(text, False, 3) == parallel.analyze_in_shares(text, False, 1)
+
+
+def test_claims_take_every_item_once_from_any_starts():
+    """Processes walking the items from their own starts take each item once (no process
+    runs between the claims here, so none is taken twice)."""
+    from gpu_async_lsp.parallel import Claims
+
+    for n, starts in [(1, [0]), (7, [0, 3]), (16, [0, 5, 10]), (5, [0, 0])]:
+        claims = Claims(n)
+        walks = [claims.walk(s) for s in starts]
+        taken: list[int] = []
+        live = list(walks)
+        while live:  # interleaved, one item each in turn
+            for w in list(live):
+                item = next(w, None)
+                if item is None:
+                    live.remove(w)
+                else:
+                    taken.append(item)
+        claims.close()
+        assert sorted(taken) == list(range(n)), (n, starts)
 
 
 def test_container_headers_repeated_in_chunks_parse_once(monkeypatch):

@@ -131,3 +131,25 @@ def test_syntax_deep_nesting_and_garbage_never_raise():
         doc = parse_document(garbage)
         assert doc.errors or not list(doc.walk())
 
+
+
+def test_leaf_shares_skip_chunks_whole_and_parse_each_chunk_once():
+    """With the leaf counts of the chunks, a share skips the chunks that hold none of its leaf
+    units; a chunk of no leaf unit (a module with an empty body) is parsed by exactly one share,
+    the one that holds its place, wherever the shares are cut."""
+    from gpu_async_lsp.syntax.parser import LeafShare, leaf_counts, parse_document, split_document
+
+    chunks = ["func.func @a() {\n  return\n}", "module @empty {\n}",
+              "module {\n  func.func @b() {\n    return\n  }\n}", "module @e2 {\n}",
+              "func.func @c() {\n  return\n}", "module @e3 {\n}"]
+    text = "\n// -----\n".join(chunks)
+    layout = split_document(text)
+    counts = leaf_counts(layout)
+    assert counts == [1, 0, 1, 0, 1, 0]
+    for cut in range(0, 4):
+        shares = [(0, cut), (cut, None)]
+        seen: list[int] = []
+        for lo, hi in shares:
+            doc = parse_document(text, LeafShare(lo, hi, counts), layout)
+            seen.extend(c.start for c in doc.chunks)
+        assert sorted(seen) == [s for s, _, _ in layout], cut

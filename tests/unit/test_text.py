@@ -111,3 +111,44 @@ def test_positions_of_equals_the_line_index_on_random_texts():
         for encoding in ENCODINGS:
             want = [(p.line, p.character) for p in (index.position(o, encoding) for o in offsets)]
             assert positions_of(text, offsets, encoding) == want, (text, offsets, encoding)
+
+
+def test_sorted_edits_apply_move_and_join_as_text_edits_do():
+    """SortedEdits (the flat edits `check` joins from its shares): applying, moving offsets
+    and joining parts in text order give what apply_edits and offset_mover give; parts out of
+    order are sorted again; an overlap raises."""
+    import random
+
+    from gpu_async_lsp.async_region.rewriter import offset_mover
+    from gpu_async_lsp.edits import SortedEdits
+
+    rng = random.Random(7)
+    for _ in range(500):
+        text = "".join(rng.choice("ab\n%é") for _ in range(rng.randint(0, 40)))
+        cuts = sorted(rng.randint(0, len(text)) for _ in range(rng.randint(0, 12)))
+        edits, at = [], 0
+        for a, b in zip(cuts[::2], cuts[1::2]):
+            if a >= at:
+                edits.append(TextEdit(a, b if rng.random() < 0.5 else a, rng.choice(["", "x", "yz"])))
+                at = b if b > a else a + 1
+        rng.shuffle(edits)
+        flat = SortedEdits.of(edits)
+        assert flat.apply(text) == apply_edits(text, edits)
+        ordered = sort_edits(edits)
+        assert flat.to_list() == ordered
+        moved, want = flat.mover(), offset_mover(ordered)
+        assert [moved(o) for o in range(len(text) + 1)] == [want(o) for o in range(len(text) + 1)]
+        k = rng.randint(0, len(ordered))
+        joined = SortedEdits.of(ordered[:k])
+        joined.extend(SortedEdits.of(ordered[k:]))
+        assert joined == flat
+        backwards = SortedEdits.of(ordered[k:])
+        backwards.extend(SortedEdits.of(ordered[:k]))
+        assert backwards == flat
+    with pytest.raises(OverlappingEditsError):
+        SortedEdits.of([TextEdit(0, 3, "x"), TextEdit(2, 4, "y")])
+    late = SortedEdits.of([TextEdit(2, 4, "y")])
+    with pytest.raises(OverlappingEditsError):
+        late.extend(SortedEdits.of([TextEdit(0, 3, "x")]))
+    with pytest.raises(OverlappingEditsError):
+        SortedEdits.of([TextEdit(5, 9, "x")]).apply("abc")
