@@ -7,7 +7,6 @@ Nothing but the protocol goes to stdout; logs go to stderr or `--log-file`. Only
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 
@@ -44,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     notice = None if args.tcp else tty_notice(sys.stdin)
     if notice is not None:  # it still serves: an editor may start it with a terminal as stdin
         print(notice, file=sys.stderr, flush=True)
+    import logging  # here: `check`, which builds this parser too, logs nothing
+
     handler: logging.Handler = (logging.FileHandler(args.log_file, encoding="utf-8")
                                 if args.log_file else logging.StreamHandler(sys.stderr))
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))

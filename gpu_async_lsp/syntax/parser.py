@@ -14,7 +14,6 @@ import contextlib
 import gc
 import re
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
@@ -62,6 +61,8 @@ def grammar_text() -> str:
     the GPU ops modeled exactly (gpu_formats.FORMATS) added. Read as a file next to the
     package; importlib.resources (21 ms of every process start to import) only for a
     package that is not on disk (a zip)."""
+    from pathlib import Path  # here: only a process that builds the parser needs it
+
     here = Path(__file__).resolve().parents[1]
     for path in (here / "grammar" / "mlir.lark", here.parent / "grammar" / "mlir.lark"):
         if path.is_file():

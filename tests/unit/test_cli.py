@@ -1111,3 +1111,39 @@ def test_check_leaves_nothing_for_the_cycle_collector(monkeypatch, options):
             assert gc.collect() == 0
         finally:
             gc.enable()
+
+
+def test_check_of_host_code_imports_only_what_it_uses(tmp_path):
+    """A `check --fix` of plain host code (no config file, text output, one process) does not
+    import what it does not use: Lark (no unit needs it), tomllib, difflib, urllib, logging,
+    ctypes, multiprocessing. Each was milliseconds of every start."""
+    src = tmp_path / "host.mlir"
+    src.write_text(_HOST_FOR_IMPORTS)
+    probe = (
+        "import sys\n"
+        "from gpu_async_lsp.cli import main\n"
+        f"code = main(['check', '--fix', {str(src)!r}])\n"
+        "print(sorted(m for m in ('lark', 'tomllib', 'difflib', 'urllib.parse', 'logging',\n"
+        "                         'ctypes', 'multiprocessing', 'pathspec') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=tmp_path).stdout
+    assert out.strip().splitlines()[-1] == "[]", out
+    assert "gpu.wait async" in src.read_text()  # it did rewrite
+
+
+_HOST_FOR_IMPORTS = """module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @k(%a: memref<?xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func @main(%n: index) {
+    %c1 = arith.constant 1 : index
+    %a = gpu.alloc (%n) : memref<?xf32>
+    gpu.launch_func @kernels::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<?xf32>)
+    gpu.dealloc %a : memref<?xf32>
+    return
+  }
+}
+"""
