@@ -66,6 +66,9 @@ class UnitCache:
 
     def get(self, key):
         with self._lock:
+            if not self._recent and not self._live:  # nothing kept (a first open)
+                self.misses += 1
+                return None
             result = self._live.get(key)
             entry = self._recent.get(key)
             if entry is not None:
