@@ -365,15 +365,19 @@ def _fine_line(text: str, pos: int, end: int, out: list, scan: re.Pattern):
 
 
 def _brace_re(strings: bool, metadata: bool) -> re.Pattern:
-    """Each match skips a run of uninteresting characters first (a tight loop in C), then takes
-    a comment, a string, file metadata, a brace or a lone `/` or `"`: it matches wherever it is
-    tried, so that finditer never retries at the next character. Without `strings` a `"` is
-    only a character; without `metadata` neither is `{-#`."""
+    """Each match skips, in one possessive loop in C, everything that holds no brace for the
+    split: characters other than `{}"/`, comments, lone `/`, closed strings and file
+    metadata; then takes a brace, a `"` that opens no closed string, or the end. Comments and
+    strings cost no match of their own (50k lines of real IR hold 15k comments). Without
+    `strings` a `"` opens no string (the caller looks where it lies); without `metadata` a
+    `{-#` is only a brace."""
+    skipped = [r'[^{}"/]++', r"//[^\n]*+", r"/(?!/)"]
+    if strings:
+        skipped.append(_STRING)
+    if metadata:
+        skipped.append(r"\{-#.*?#-\}")
     return re.compile(
-        r'[^{}"/]*+(?:(?P<comment>//[^\n]*)'
-        + (rf"|(?P<string>{_STRING})" if strings else "")
-        + (r"|(?P<meta>\{-#.*?#-\})" if metadata else "")
-        + r'|(?P<open>\{)|(?P<close>\})|/|(?P<quote>")|\Z)',
+        "(?:" + "|".join(skipped) + r')*+(?:(?P<open>\{)|(?P<close>\})|(?P<quote>")|\Z)',
         re.DOTALL,
     )
 
