@@ -41,49 +41,47 @@ class GpuFormat(NamedTuple):
 
     name: str  # the op, fully qualified
     terminal: str  # its name's grammar terminal
-    operands: re.Pattern  # the fast path: the rest of the op, up to the end of its line
+    operands: str  # the fast path: a pattern of the rest of the op, up to the end of its line
     rule: str  # the grammar path: the rest of the op, in grammar/mlir.lark's terminals
 
 
 FORMATS: tuple[GpuFormat, ...] = (
     GpuFormat(
         "gpu.wait", "GPU_WAIT",
-        re.compile(_EOL),
+        _EOL,
         "[ATTR_DICT] [LOC]"),
     GpuFormat(
         "gpu.alloc", "GPU_ALLOC",
-        re.compile(rf"(?:{_S}host_shared)?{_S}\({_S}(?:{_VS})?{_S}\)(?:{_S}\[{_S}{_VS}{_S}\])?"
-                   rf"{_S}:{_S}{_TYPE}{_EOL}"),
+        rf"(?:{_S}host_shared)?{_S}\({_S}(?:{_VS})?{_S}\)(?:{_S}\[{_S}{_VS}{_S}\])?"
+        rf"{_S}:{_S}{_TYPE}{_EOL}",
         "[KW_HOST_SHARED] LPAR [_operands] RPAR [LSQB _symbol_operands RSQB] [ATTR_DICT] "
         "COLON TYPE [LOC]"),
     GpuFormat(
         "gpu.dealloc", "GPU_DEALLOC",
-        re.compile(rf"{_S}{_V}{_S}:{_S}{_TYPE}{_EOL}"),
+        rf"{_S}{_V}{_S}:{_S}{_TYPE}{_EOL}",
         "VALUE [ATTR_DICT] COLON TYPE [LOC]"),
     GpuFormat(
         "gpu.memcpy", "GPU_MEMCPY",
-        re.compile(rf"{_S}{_V}{_S},{_S}{_V}{_S}:{_S}{_TYPE}{_S},{_S}{_TYPE}{_EOL}"),
+        rf"{_S}{_V}{_S},{_S}{_V}{_S}:{_S}{_TYPE}{_S},{_S}{_TYPE}{_EOL}",
         "VALUE COMMA VALUE [ATTR_DICT] COLON TYPE COMMA TYPE [LOC]"),
     GpuFormat(
         "gpu.memset", "GPU_MEMSET",
-        re.compile(rf"{_S}{_V}{_S},{_S}{_V}{_S}:{_S}{_TYPE}{_S},{_S}{_TYPE}{_EOL}"),
+        rf"{_S}{_V}{_S},{_S}{_V}{_S}:{_S}{_TYPE}{_S},{_S}{_TYPE}{_EOL}",
         "VALUE COMMA VALUE [ATTR_DICT] COLON TYPE COMMA TYPE [LOC]"),
     GpuFormat(
         "gpu.launch_func", "GPU_LAUNCH_FUNC",
-        re.compile(
-            rf"(?:{_S}<{_S}{_V}{_S}:{_S}{_TYPE}{_S}>)?{_NL}{SYMBOL_REF}"
-            rf"(?:{_NL}clusters{_S}in{_S}{_DIMS})?{_NL}blocks{_S}in{_S}{_DIMS}{_NL}threads{_S}in"
-            rf"{_S}{_DIMS}(?:{_S}:{_S}{_TYPE})?(?:{_NL}dynamic_shared_memory_size{_S}{_V})?"
-            rf"(?:{_NL}args{_S}\({_S}(?:{_V}{_S}:{_S}{_TYPE}(?:{_S},{_NL}{_V}{_S}:{_S}{_TYPE})*)?"
-            rf"{_S}\))?{_EOL}"),
+        rf"(?:{_S}<{_S}{_V}{_S}:{_S}{_TYPE}{_S}>)?{_NL}{SYMBOL_REF}"
+        rf"(?:{_NL}clusters{_S}in{_S}{_DIMS})?{_NL}blocks{_S}in{_S}{_DIMS}{_NL}threads{_S}in"
+        rf"{_S}{_DIMS}(?:{_S}:{_S}{_TYPE})?(?:{_NL}dynamic_shared_memory_size{_S}{_V})?"
+        rf"(?:{_NL}args{_S}\({_S}(?:{_V}{_S}:{_S}{_TYPE}(?:{_S},{_NL}{_V}{_S}:{_S}{_TYPE})*)?"
+        rf"{_S}\))?{_EOL}",
         # `clusters in (...)`, `blocks in (...)`, `threads in (...)` and `args(...)` come as one
         # token each, their shape checked by the pre-lexer (prelex._merge_launch_part).
         "[async_object] SYMBOL launch_dims [dynamic_shared] [kernel_args] [ATTR_DICT] [LOC]"),
 )
 
-# Op name -> its name's grammar terminal; op name -> the fast path's pattern.
+# Op name -> its name's grammar terminal.
 EXACT_GPU_OPS = {f.name: f.terminal for f in FORMATS}
-OPERANDS = {f.name: f.operands for f in FORMATS}
 
 
 def operand_rule(f: GpuFormat) -> str:
@@ -105,9 +103,24 @@ def grammar_rules() -> str:
 
 
 # custom<AsyncDependencies>, right after the op name.
-ASYNC_DEPS = re.compile(
+_ASYNC_DEPS = (
     rf"(?:{_S}\b(?P<async>async)\b)?(?:{_S}(?P<open>\[){_S}(?P<deps>{_VS})?{_S}(?P<close>\]))?"
 )
 
 VALUE_RE = re.compile(_V)
-EOL_RE = re.compile(r"[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)")
+_EOL_TEXT = r"[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
+
+# After a GPU op that matched its format up to the end of a line: the next line goes on with the
+# op (MLIR's formats ignore line breaks) when it starts with what the format may still hold:
+# the async clause's `[`, an attribute dictionary, a `:` type, `loc(...)`, a launch_func part.
+# Read after the op's line break (and any blank or comment lines).
+_GOES_ON = (r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*+"
+            r"(?:[\[{:(<]|(?:loc|args|blocks|threads|clusters|dynamic_shared_memory_size)\b)")
+
+# Op name -> the fast path's pattern of all of the op after its name, in one match: the async
+# clause (groups `async`, `open`, `deps`, `close`), the operands (`ops`), the end of the line
+# (`eol`), and no next line that goes on with the op. Atomic groups: each part matches as
+# its own pattern would, first alone (no backtracking from one part into another).
+WHOLE_OP = {f.name: re.compile(
+    rf"(?>{_ASYNC_DEPS})(?P<ops>(?>{f.operands}))(?P<eol>{_EOL_TEXT})"
+    rf"(?!{_GOES_ON})") for f in FORMATS}

@@ -277,12 +277,12 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
             starts_op = res is not None or "." in name or name in op_words
             if starts_op:
                 fine = False
-                operands = gpu_formats.OPERANDS.get(name)
-                if operands is not None:
-                    g = _gpu_line(text, m, name, res, operands, end)
+                whole_op = gpu_formats.WHOLE_OP.get(name)
+                if whole_op is not None:
+                    g = _gpu_line(text, m, name, res, whole_op, end)
                     if g is not None:
-                        append(g)
-                        pos = gpu_formats.EOL_RE.match(text, g.end, end).end()
+                        append(g[0])
+                        pos = g[1]
                         continue
                     fine = True
             rest = m.group("rest")
@@ -312,26 +312,18 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     return out
 
 
-# After a GPU op that matched its format up to the end of a line: the next line goes on with the
-# op (MLIR's formats ignore line breaks) when it starts with what the format may still hold:
-# the async clause's `[`, an attribute dictionary, a `:` type, `loc(...)`, a launch_func part.
-_GOES_ON_RE = re.compile(
-    r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)++[ \t]*+"
-    r"(?:[\[{:(<]|(?:loc|args|blocks|threads|clusters|dynamic_shared_memory_size)\b)")
-
-
-def _gpu_line(text, m, name, res, operands, end):
-    """A GpuLineToken if the op at `m` matches its assembly format, else None."""
+def _gpu_line(text, m, name, res, whole_op, end):
+    """A GpuLineToken and the start of the next line if the op at `m` matches its assembly
+    format (gpu_formats.WHOLE_OP), else None."""
     name_start, name_end = m.span("name")
-    d = gpu_formats.ASYNC_DEPS.match(text, name_end, end)
-    o = operands.match(text, d.end(), end)
-    if o is None or _GOES_ON_RE.match(text, o.end(), end):
+    g = whole_op.match(text, name_end, end)
+    if g is None:
         return None
     return tuple.__new__(GpuLineToken, (
-        "gpuline", m.start("res") if res is not None else name_start, o.end(), name, True,
-        name_start, name_end, m.start("res"), m.end("res"), d.start("async"), d.start("open"),
-        d.end("close"), d.end(), False, 0,
-    ))
+        "gpuline", m.start("res") if res is not None else name_start, g.end("ops"), name, True,
+        name_start, name_end, m.start("res"), m.end("res"), g.start("async"), g.start("open"),
+        g.end("close"), g.start("ops"), False, 0,
+    )), g.end()
 
 
 def _fine_line(text: str, pos: int, end: int, out: list, scan: re.Pattern):

@@ -112,7 +112,7 @@ def test_fast_path_and_grammar_read_the_same_op(name, sample, monkeypatch):
     assert any(t.kind == "gpuline" and t.text == name for t in items), "fast path not taken"
     doc, fast = _op(text)
     assert not doc.errors, doc.errors
-    monkeypatch.setattr(gpu_formats, "OPERANDS", {})  # every op token by token
+    monkeypatch.setattr(gpu_formats, "WHOLE_OP", {})  # every op token by token
     items = tokenize_lines(text, 0, len(text), OP_WORDS)
     assert not any(t.kind == "gpuline" for t in items)
     doc, slow = _op(text)
@@ -127,7 +127,7 @@ def test_both_paths_reject_a_broken_format(sample, monkeypatch):
     items = tokenize_lines(text, 0, len(text), OP_WORDS)
     assert not any(t.kind == "gpuline" for t in items)
     assert parse_document(text).errors
-    monkeypatch.setattr(gpu_formats, "OPERANDS", {})
+    monkeypatch.setattr(gpu_formats, "WHOLE_OP", {})
     assert parse_document(text).errors
 
 
