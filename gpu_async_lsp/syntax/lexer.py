@@ -308,8 +308,19 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                     append(new(RawToken, ("{", brace, brace + 1, "{", False)))
                 pos = m.end()
                 continue
+        else:
+            c = _CLOSE_LINE_RE.match(text, pos, end)
+            if c is not None:  # a line of only `}`: the commonest line of no op
+                append(new(RawToken, ("}", c.end() - 1, c.end(), "}", True)))
+                pos = c.end()
+                continue
         pos, scan = _fine_line(text, pos, end, out, scan)
     return out
+
+
+# A line that holds only `}` (after blank and comment lines); its end is left to the next line.
+_CLOSE_LINE_RE = re.compile(
+    r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*+\}(?=[ \t]*+(?://[^\n]*+)?(?:\r?\n|\Z))")
 
 
 def _gpu_line(text, m, name, res, whole_op, end):
