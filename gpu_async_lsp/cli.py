@@ -141,7 +141,7 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     with gc_paused(freeze=True):
         findings, edits, rewritten, syntax_errors = analyze_in_shares(
             text, options.strict, options.buffer_jobs, options.semantics,
-            options.thread_launch)
+            options.thread_launch, fix=options.fix or options.diff)
         # Comments hide findings of the text as written; --fix only moves what is left.
         findings = suppress(text, findings)
         if syntax_errors:

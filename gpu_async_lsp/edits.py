@@ -7,7 +7,6 @@ parser recorded, and this module applies them. It imports nothing above it.
 from __future__ import annotations
 
 import bisect
-import itertools
 import operator
 from dataclasses import dataclass
 
@@ -53,83 +52,151 @@ def apply_edits(text: str, edits: list[TextEdit], presorted: bool = False) -> st
 
 
 class SortedEdits:
-    """Non-overlapping edits in text order, kept as three flat lists (starts, ends, new texts):
-    what the shares of a big file's check produce and join in text order, with no sort and no
-    object per edit in the process that applies them (20k edits of a 50k-line file: sorting
-    and moving them as TextEdits cost ~50 ms after the analysis)."""
+    """Non-overlapping edits in text order, kept as parts of flat lists (starts, ends, new
+    texts): what the blocks of a big file's check produce and join in text order, with no
+    sort and no object per edit in the process that applies them (20k edits of a 50k-line
+    file: sorting and moving them as TextEdits cost ~50 ms after the analysis).
 
-    __slots__ = ("starts", "ends", "texts")
+    A part made with the text (`of(edits, text)`) also holds its edits applied (the text from
+    its first edit's start to its last edit's end, rewritten) and the running sum of their
+    length changes: a block's process makes both while the others analyse, and the one that
+    joins the parts only glues the pieces and bisects (400k edits of a 500k-line fix: 180 ms
+    to apply them in one process, 75 ms to sum their shifts)."""
 
-    def __init__(self, starts: list[int] | None = None, ends: list[int] | None = None,
-                 texts: list[str] | None = None):
-        self.starts = starts if starts is not None else []
-        self.ends = ends if ends is not None else []
-        self.texts = texts if texts is not None else []
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[_Part] | None = None):
+        self.parts = parts if parts is not None else []
 
     @classmethod
-    def of(cls, edits: list[TextEdit]) -> SortedEdits:
-        """`edits` in any order (OverlappingEditsError if two overlap)."""
+    def of(cls, edits: list[TextEdit], text: str | None = None) -> SortedEdits:
+        """`edits` in any order (OverlappingEditsError if two overlap); given the text they
+        apply to, with the part's piece made."""
         ordered = sort_edits(edits)
         for e in ordered:
             if e.start > e.end:
                 raise OverlappingEditsError(f"edit ends before it starts: {e}")
-        return cls([e.start for e in ordered], [e.end for e in ordered],
-                   [e.new_text for e in ordered])
+        if not ordered:
+            return cls()
+        return cls([_Part.of([e.start for e in ordered], [e.end for e in ordered],
+                             [e.new_text for e in ordered], text)])
+
+    @property
+    def starts(self) -> list[int]:
+        return [x for p in self.parts for x in p.starts]
+
+    @property
+    def ends(self) -> list[int]:
+        return [x for p in self.parts for x in p.ends]
+
+    @property
+    def texts(self) -> list[str]:
+        return [x for p in self.parts for x in p.texts]
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return sum(len(p.starts) for p in self.parts)
+
+    def __reduce__(self):
+        return (SortedEdits, (self.parts,))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, SortedEdits) and (self.starts, self.ends, self.texts) == (
             other.starts, other.ends, other.texts)
 
-    def __reduce__(self):
-        return (SortedEdits, (self.starts, self.ends, self.texts))
-
     def to_list(self) -> list[TextEdit]:
-        return [TextEdit(s, e, t) for s, e, t in zip(self.starts, self.ends, self.texts)]
+        return [TextEdit(s, e, t) for p in self.parts
+                for s, e, t in zip(p.starts, p.ends, p.texts)]
 
     def extend(self, other: SortedEdits) -> None:
         """Append edits that follow these in the text; any other order (not expected of
-        shares taken in text order) is sorted again, so only a real overlap raises."""
-        if not other.starts:
+        blocks taken in text order) is sorted again, so only a real overlap raises."""
+        if not other.parts:
             return
-        if self.starts:
-            a_start, a_end, b_start, b_end = (self.starts[-1], self.ends[-1], other.starts[0],
-                                              other.ends[0])
+        if self.parts:
+            last, first = self.parts[-1], other.parts[0]
+            a_start, a_end, b_start, b_end = (last.starts[-1], last.ends[-1], first.starts[0],
+                                              first.ends[0])
             if b_start < a_end or (a_start == b_start and a_end > a_start and b_end > b_start) \
                     or b_start < a_start:
-                joined = SortedEdits.of(self.to_list() + other.to_list())
-                self.starts, self.ends, self.texts = joined.starts, joined.ends, joined.texts
+                self.parts = SortedEdits.of(self.to_list() + other.to_list()).parts
                 return
-        self.starts.extend(other.starts)
-        self.ends.extend(other.ends)
-        self.texts.extend(other.texts)
+        self.parts.extend(other.parts)
 
     def apply(self, text: str) -> str:
-        """`text` with the edits applied, in one pass."""
-        if not self.starts:
+        """`text` with the edits applied: the parts' pieces glued, or the edits applied in
+        one pass."""
+        if not self.parts:
             return text
-        if self.starts[0] < 0 or self.ends[-1] > len(text):
+        if self.parts[0].starts[0] < 0 or self.parts[-1].ends[-1] > len(text):
             raise OverlappingEditsError("an edit lies outside the text")
-        parts: list[str] = []
-        append = parts.append
+        out: list[str] = []
+        append = out.append
         pos = 0
-        for s, e, t in zip(self.starts, self.ends, self.texts):
-            append(text[pos:s])
-            append(t)
-            pos = e
+        for part in self.parts:
+            if part.piece is not None:
+                append(text[pos:part.starts[0]])
+                append(part.piece)
+                pos = part.ends[-1]
+                continue
+            for s, e, t in zip(part.starts, part.ends, part.texts):
+                append(text[pos:s])
+                append(t)
+                pos = e
         append(text[pos:])
-        return "".join(parts)
+        return "".join(out)
 
     def mover(self):
         """offset in the text -> offset in the text with the edits applied, for offsets
         outside the edited spans (an insertion at an offset moves what starts there)."""
-        starts = self.starts
-        shift = [0, *itertools.accumulate(
-            len(t) - (e - s) for s, e, t in zip(starts, self.ends, self.texts))]
+        parts = self.parts
+        firsts = [p.starts[0] for p in parts]
+        bases = [0]
+        for p in parts:
+            bases.append(bases[-1] + p.shift[-1])
 
         def moved(offset: int) -> int:
-            return offset + shift[bisect.bisect_right(starts, offset)]
+            k = bisect.bisect_right(firsts, offset) - 1
+            if k < 0:
+                return offset
+            part = parts[k]
+            return offset + bases[k] + part.shift[bisect.bisect_right(part.starts, offset)]
 
         return moved
+
+
+class _Part:
+    """A run of sorted edits (flat lists), the running sum of their length changes (`shift`:
+    one more entry than edits, from 0), and, when made with the text, the text from the first
+    edit's start to the last one's end with the edits applied (`piece`)."""
+
+    __slots__ = ("starts", "ends", "texts", "shift", "piece")
+
+    def __init__(self, starts: list[int], ends: list[int], texts: list[str], shift: list[int],
+                 piece: str | None):
+        self.starts, self.ends, self.texts, self.shift, self.piece = (starts, ends, texts,
+                                                                      shift, piece)
+
+    @classmethod
+    def of(cls, starts: list[int], ends: list[int], texts: list[str],
+           text: str | None) -> _Part:
+        shift = [0]
+        total = 0
+        for s, e, t in zip(starts, ends, texts):
+            total += len(t) - (e - s)
+            shift.append(total)
+        piece = None
+        if text is not None:
+            if starts[0] < 0 or ends[-1] > len(text):
+                raise OverlappingEditsError("an edit lies outside the text")
+            out: list[str] = []
+            append = out.append
+            pos = starts[0]
+            for s, e, t in zip(starts, ends, texts):
+                append(text[pos:s])
+                append(t)
+                pos = e
+            piece = "".join(out)
+        return cls(starts, ends, texts, shift, piece)
+
+    def __reduce__(self):
+        return (_Part, (self.starts, self.ends, self.texts, self.shift, self.piece))

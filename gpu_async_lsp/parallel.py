@@ -43,12 +43,14 @@ ShareResult = tuple[list[Finding], SortedEdits, set[tuple[int, int]], bool]
 def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, rules: tuple,
                    layout=None, counts=None) -> ShareResult:
     """Findings, edits (sorted), rewritten-function anchors and whether a syntax error was
-    found, of the leaf units [lo, hi) of `text` (all of them: 0, None)."""
-    semantics, thread_launch = rules
+    found, of the leaf units [lo, hi) of `text` (all of them: 0, None). `rules`: the pass's
+    semantics, whether to thread inline launches, whether the edits will be applied (then
+    applied here too, as the part's piece: see SortedEdits)."""
+    semantics, thread_launch, fix = rules
     analysis = analyze(parse_document(text, LeafShare(lo, hi, counts), layout), strict=strict,
                        semantics=semantics, thread_launch=thread_launch)
-    return (analysis.findings, SortedEdits.of(analysis.edits()), analysis.rewritten_anchors(),
-            analysis.has_syntax_errors)
+    return (analysis.findings, SortedEdits.of(analysis.edits(), text if fix else None),
+            analysis.rewritten_anchors(), analysis.has_syntax_errors)
 
 
 def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
@@ -65,13 +67,13 @@ def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
 
 
 def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGINAL,
-                      thread_launch: bool = False) -> ShareResult:
+                      thread_launch: bool = False, fix: bool = False) -> ShareResult:
     """Findings, edits, rewritten-function anchors and whether any syntax error was found.
 
     A big buffer's blocks of leaf units are analysed by `jobs` processes (this one and forked
     ones), each from its own block on, taking the blocks no other has claimed (`Claims`); the
     results are joined in text order (the edits of each block sorted in its process)."""
-    rules = (semantics, thread_launch)  # the rules, as the workers take them
+    rules = (semantics, thread_launch, fix)  # the rules, as the workers take them
     if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or not can_fork():
         return _analyze_share(text, 0, None, strict, rules)
     layout = split_document(text)
@@ -112,7 +114,7 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
     errors = False
     for i, block in enumerate(blocks):
         packed = done.get(i)
-        f, e, a, err = (_unpacked(packed) if packed is not None  # else its process died
+        f, e, a, err = (packed if packed is not None  # else its process died
                         else _analyze_share(text, *block, strict, rules, layout, counts))
         for finding in f:  # container headers are parsed (and reported) by every block
             findings.setdefault((finding.code, finding.start, finding.end, finding.message), finding)
@@ -126,20 +128,8 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
 def _claimed_blocks(text: str, blocks: list, strict: bool, rules: tuple, layout, counts,
                     claims: Claims, start: int) -> dict[int, tuple]:
     """The results of the blocks this process claims, walking them from `start` around."""
-    return {i: _packed(_analyze_share(text, *blocks[i], strict, rules, layout, counts))
+    return {i: _analyze_share(text, *blocks[i], strict, rules, layout, counts)
             for i in claims.walk(start)}
-
-
-def _packed(result: ShareResult) -> tuple:
-    """A block's result for the pipe: its edits as their three flat lists (a 50k-line file's
-    20k edits pickled as objects took 65 ms to write and 60 ms to read)."""
-    findings, edits, anchors, errors = result
-    return findings, edits.starts, edits.ends, edits.texts, anchors, errors
-
-
-def _unpacked(packed: tuple) -> ShareResult:
-    findings, starts, ends, texts, anchors, errors = packed
-    return findings, SortedEdits(starts, ends, texts), anchors, errors
 
 
 def can_fork(threaded: bool = False) -> bool:

@@ -367,15 +367,17 @@ def test_two_processes_take_every_item_from_both_ends(front_delay, back_delay, s
 
 
 def test_check_share_crosses_the_pipe_unchanged():
-    """`check`'s workers send their edits as a flat list: what arrives is what was found."""
+    """`check`'s workers send their edits as flat lists and, for --fix, applied: what arrives
+    is what was found."""
     import pickle
 
     from gpu_async_lsp import parallel
 
     text = generate(300) + "".join(_BLOCKED.format(i=i) for i in range(3))
-    result = parallel._analyze_share(text, 0, None, False, ("original", False))
+    result = parallel._analyze_share(text, 0, None, False, ("original", False, True))
     assert len(result[1]) and result[0]
-    assert parallel._unpacked(pickle.loads(pickle.dumps(parallel._packed(result)))) == result
+    assert pickle.loads(pickle.dumps(result)) == result
+    assert pickle.loads(pickle.dumps(result))[1].apply(text) == result[1].apply(text)
     # And the command's two-process analysis equals the one-process one.
     big = generate(12000)
     assert parallel.analyze_in_shares(big, False, 2) == parallel.analyze_in_shares(big, False, 1)
@@ -419,6 +421,13 @@ def test_check_blocks_taken_from_both_ends_equal_one_process(monkeypatch, fork):
     two = parallel.analyze_in_shares(text, False, 2)
     assert two == one
     assert one[0] and len(one[1]) and one[2] and one[3]  # findings, edits, anchors, errors
+    # With --fix, each block's edits come applied: glued, the text one process makes.
+    fixed = parallel.analyze_in_shares(text, False, 2, fix=True)
+    assert fixed == one
+    assert fixed[1].apply(text) == one[1].apply(text)
+    assert all(part.piece is not None for part in fixed[1].parts)
+    moved, want = fixed[1].mover(), one[1].mover()
+    assert [moved(f.start) for f in one[0]] == [want(f.start) for f in one[0]]
 
 
 def test_check_blocks_of_a_dead_process_are_analysed_here(monkeypatch):

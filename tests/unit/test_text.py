@@ -142,6 +142,17 @@ def test_sorted_edits_apply_move_and_join_as_text_edits_do():
         joined = SortedEdits.of(ordered[:k])
         joined.extend(SortedEdits.of(ordered[k:]))
         assert joined == flat
+        assert [joined.mover()(o) for o in range(len(text) + 1)] == [
+            want(o) for o in range(len(text) + 1)]
+        # Parts made with the text carry their edits applied: glued, the same text.
+        cuts = sorted(rng.sample(range(len(ordered) + 1), min(3, len(ordered) + 1)))
+        applied = SortedEdits()
+        for a, b in zip([0, *cuts], [*cuts, len(ordered)]):
+            applied.extend(SortedEdits.of(ordered[a:b], text))
+        assert applied == flat
+        assert applied.apply(text) == apply_edits(text, edits)
+        assert [applied.mover()(o) for o in range(len(text) + 1)] == [
+            want(o) for o in range(len(text) + 1)]
         backwards = SortedEdits.of(ordered[k:])
         backwards.extend(SortedEdits.of(ordered[:k]))
         assert backwards == flat
@@ -152,3 +163,5 @@ def test_sorted_edits_apply_move_and_join_as_text_edits_do():
         late.extend(SortedEdits.of([TextEdit(0, 3, "x")]))
     with pytest.raises(OverlappingEditsError):
         SortedEdits.of([TextEdit(5, 9, "x")]).apply("abc")
+    with pytest.raises(OverlappingEditsError):
+        SortedEdits.of([TextEdit(5, 9, "x")], "abc")
