@@ -102,24 +102,29 @@ CUT = ("func.func @f(%n: index) {\n  %a = gpu.alloc (%n) : memref<?xf32>\n"
        "^bb1(%x: index):\n  cf.br ^bb1(%x : index)\n}\n")
 
 
+def _parses_as_with_lark(source: str) -> None:
+    """parse_unit_tokens (the plain path first) gives Lark's result, or fails where Lark does."""
+    raw = tokenize_lines(source, 0, len(source), OP_WORDS)
+    items, issue = parser.parse_unit_tokens(source, raw, TOP_LEVEL_DIALECT, len(source))
+    try:
+        tokens = prelex(source, tokenize_lines(source, 0, len(source), OP_WORDS),
+                        TOP_LEVEL_DIALECT)
+    except PrelexError:
+        return
+    try:
+        expected, expected_issue = dump(parser._lark().parse(list(tokens))), None
+    except Exception:  # noqa: BLE001 - Lark's error: parse_unit_tokens made the issue
+        expected, expected_issue = [], True
+    assert dump(items) == expected, source
+    assert (issue is not None) == bool(expected_issue), source
+
+
 @pytest.mark.parametrize("cut", range(0, len(CUT), 3))
 def test_a_cut_up_unit_parses_or_fails_as_with_lark(cut):
     """Any prefix of a unit, any unit with a token dropped: the result or the syntax issue
     is Lark's."""
     for source in (CUT[:cut], CUT[:cut] + CUT[cut + 3:]):
-        raw = tokenize_lines(source, 0, len(source), OP_WORDS)
-        items, issue = parser.parse_unit_tokens(source, raw, TOP_LEVEL_DIALECT, len(source))
-        try:
-            tokens = prelex(source, tokenize_lines(source, 0, len(source), OP_WORDS),
-                            TOP_LEVEL_DIALECT)
-        except PrelexError:
-            continue
-        try:
-            expected, expected_issue = dump(parser._lark().parse(list(tokens))), None
-        except Exception:  # noqa: BLE001 - Lark's error: parse_unit_tokens made the issue
-            expected, expected_issue = [], True
-        assert dump(items) == expected
-        assert (issue is not None) == bool(expected_issue)
+        _parses_as_with_lark(source)
 
 
 GENERIC = ('#map = affine_map<(d0) -> (d0)>\n'
@@ -145,16 +150,4 @@ def test_generic_ops_and_aliases_take_the_plain_path_as_lark_reads_them():
 @pytest.mark.parametrize("cut", range(0, len(GENERIC), 4))
 def test_a_cut_up_generic_op_parses_or_fails_as_with_lark(cut):
     for source in (GENERIC[:cut], GENERIC[:cut] + GENERIC[cut + 4:]):
-        raw = tokenize_lines(source, 0, len(source), OP_WORDS)
-        items, issue = parser.parse_unit_tokens(source, raw, TOP_LEVEL_DIALECT, len(source))
-        try:
-            tokens = prelex(source, tokenize_lines(source, 0, len(source), OP_WORDS),
-                            TOP_LEVEL_DIALECT)
-        except PrelexError:
-            continue
-        try:
-            expected, expected_issue = dump(parser._lark().parse(list(tokens))), None
-        except Exception:  # noqa: BLE001 - Lark's error: parse_unit_tokens made the issue
-            expected, expected_issue = [], True
-        assert dump(items) == expected, source
-        assert (issue is not None) == bool(expected_issue), source
+        _parses_as_with_lark(source)

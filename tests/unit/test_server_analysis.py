@@ -437,18 +437,11 @@ def test_check_blocks_of_a_dead_process_are_analysed_here(monkeypatch):
 
     claimed = []
 
-    class Dead:
-        def __call__(self):
-            raise RuntimeError("a worker process failed")
-
-        def cancel(self):
-            pass
-
     def dies_after_claiming(fn, *args):
         claims, start = args[-2], args[-1]
         walk = claims.walk(start)
         claimed.extend(next(walk) for _ in range(3))
-        return Dead()
+        return _Dead()
 
     monkeypatch.setattr(parallel, "in_forked_process", dies_after_claiming)
     text = _chunked_text()
