@@ -111,9 +111,7 @@ def write_atomically(path: str, data: bytes) -> None:
     target = os.path.realpath(path)
     st = os.stat(target)
     directory, base = os.path.split(target)
-    import tempfile  # here: 8 ms of every start of the command, for --fix only
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=directory)
+    fd, tmp = _new_file_beside(directory, base)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -125,6 +123,21 @@ def write_atomically(path: str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _new_file_beside(directory: str, base: str) -> tuple[int, str]:
+    """A new file `.base.XXXXXXXX.tmp` in `directory`, created exclusively, readable and
+    writable by its owner only (what tempfile.mkstemp makes, without importing tempfile and
+    random: 5-8 ms of every --fix)."""
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL
+                           | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0),
+                           0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {base}")
 
 
 # -- checking one buffer ----------------------------------------------------------------------

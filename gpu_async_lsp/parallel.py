@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import pickle
 import signal
 import sys
 import threading
@@ -155,6 +154,8 @@ def in_forked_process(fn, *args):
         status = 1
         try:
             _detach(parent, write_fd)
+            import pickle  # here: a run that forks no worker needs none of it
+
             data = pickle.dumps(fn(*args))
             with os.fdopen(write_fd, "wb") as out:
                 out.write(data)
@@ -269,6 +270,8 @@ class _Forked:
         # The child closed its end after writing it all; its exit (the kernel tears down a
         # copy of this process's big address space: 10-30 ms) is waited for by a thread.
         try:
+            import pickle
+
             result = pickle.loads(data)
         except Exception as e:  # cut short: the process died while writing
             status = self._reap()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import re
 from typing import TYPE_CHECKING
@@ -360,9 +359,13 @@ class Reporter:
         if self.options.statistics:
             self._statistics(results)
         elif self.fmt == "json":
+            import json  # here: text output needs none of it
+
             json.dump(self.json_items, self.out, indent=2, ensure_ascii=False)
             print(file=self.out)
         elif self.fmt == "sarif":
+            import json
+
             json.dump(self.sarif_log(success), self.out, indent=2, ensure_ascii=False)
             print(file=self.out)
         if self.options.show_fixes:
@@ -375,6 +378,8 @@ class Reporter:
         the most frequent first; `[*]` marks a code --fix fixes every finding of, `[ ]` the
         others (only when some code is fixable). JSON: a list of {code, summary, count,
         fixable}."""
+        import json
+
         stats = statistics(results)
         if self.fmt == "json":
             json.dump(stats, self.out, indent=2, ensure_ascii=False)

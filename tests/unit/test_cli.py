@@ -1116,7 +1116,7 @@ def test_check_leaves_nothing_for_the_cycle_collector(monkeypatch, options):
 def test_check_of_host_code_imports_only_what_it_uses(tmp_path):
     """A `check --fix` of plain host code (no config file, text output, one process) does not
     import what it does not use: Lark (no unit needs it), tomllib, difflib, urllib, logging,
-    ctypes, multiprocessing. Each was milliseconds of every start."""
+    ctypes, multiprocessing, json, pickle, tempfile. Each was milliseconds of every start."""
     src = tmp_path / "host.mlir"
     src.write_text(_HOST_FOR_IMPORTS)
     probe = (
@@ -1124,7 +1124,9 @@ def test_check_of_host_code_imports_only_what_it_uses(tmp_path):
         "from gpu_async_lsp.cli import main\n"
         f"code = main(['check', '--fix', {str(src)!r}])\n"
         "print(sorted(m for m in ('lark', 'tomllib', 'difflib', 'urllib.parse', 'logging',\n"
-        "                         'ctypes', 'multiprocessing', 'pathspec') if m in sys.modules))\n"
+        "                         'ctypes', 'multiprocessing', 'pathspec', 'json', 'pickle',\n"
+        "                         'tempfile')\n"
+        "             if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=tmp_path).stdout
@@ -1147,3 +1149,25 @@ _HOST_FOR_IMPORTS = """module attributes {gpu.container_module} {
   }
 }
 """
+
+
+def test_fix_writes_through_a_new_private_file_and_leaves_none(tmp_path, monkeypatch):
+    """--fix writes a new file beside the target (created exclusively, owner-only until the
+    target's mode is copied) and renames it over the target: no temporary file is left, and
+    a name already taken is passed over."""
+    src = tmp_path / "host.mlir"
+    src.write_text(_HOST_FOR_IMPORTS)
+    taken = tmp_path / f".host.mlir.{'00' * 6}.tmp"
+    taken.write_text("someone else's")
+    draws = iter([b"\0" * 6, b"\1" * 6])
+    monkeypatch.setattr(cli.os, "urandom", lambda n: next(draws))
+    fd, name = cli._new_file_beside(str(tmp_path), "host.mlir")
+    os.close(fd)
+    assert name == str(tmp_path / f".host.mlir.{'01' * 6}.tmp")
+    assert stat.S_IMODE(os.stat(name).st_mode) == 0o600
+    assert taken.read_text() == "someone else's"
+    os.unlink(name)
+    monkeypatch.undo()
+    assert main(["check", "--fix", str(src)]) == 0
+    assert "gpu.wait async" in src.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [taken.name, "host.mlir"]
