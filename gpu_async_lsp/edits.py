@@ -24,31 +24,29 @@ class TextEdit:
     new_text: str
 
 
+def _overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> bool:
+    """Do edit a and edit b, sorted by (start, end), touch the same text? Two insertions at
+    one offset do not (they apply in planned order); a replacement and an insertion at its
+    start do not either."""
+    return b_start < a_end or (a_start == b_start and a_end > a_start and b_end > b_start)
+
+
+# A stable sort by this key: insertions at one offset keep the order they were planned in.
+_ORDER = operator.attrgetter("start", "end")
+
+
 def sort_edits(edits: list[TextEdit]) -> list[TextEdit]:
     """Edits in text order; insertions at one offset keep the order they were planned in."""
-    # A stable sort: planned order is kept among equal keys.
-    result = sorted(edits, key=operator.attrgetter("start", "end"))
+    result = sorted(edits, key=_ORDER)
     for a, b in zip(result, result[1:]):
-        if b.start < a.end or (a.start == b.start and a.end > a.start and b.end > b.start):
+        if _overlap(a.start, a.end, b.start, b.end):
             raise OverlappingEditsError(f"edits overlap: {a} and {b}")
     return result
 
 
-def apply_edits(text: str, edits: list[TextEdit], presorted: bool = False) -> str:
-    """Apply non-overlapping edits to `text` in one pass (`presorted`: `edits` come from
-    `sort_edits` already, which a 50k-line fix would otherwise pay for again)."""
-    if not edits:
-        return text
-    parts: list[str] = []
-    pos = 0
-    for e in edits if presorted else sort_edits(edits):
-        if not (0 <= e.start <= e.end <= len(text)):
-            raise OverlappingEditsError(f"edit outside the text: {e}")
-        parts.append(text[pos : e.start])
-        parts.append(e.new_text)
-        pos = e.end
-    parts.append(text[pos:])
-    return "".join(parts)
+def apply_edits(text: str, edits: list[TextEdit]) -> str:
+    """Apply non-overlapping edits, given in any order, to `text` in one pass."""
+    return SortedEdits.of(edits).apply(text)
 
 
 class SortedEdits:
@@ -75,7 +73,7 @@ class SortedEdits:
         checks, flattens, sums and applies (six passes were 60 ms for 40k edits)."""
         if not edits:
             return cls()
-        ordered = sorted(edits, key=operator.attrgetter("start", "end"))
+        ordered = sorted(edits, key=_ORDER)
         starts: list[int] = []
         ends: list[int] = []
         texts: list[str] = []
@@ -93,7 +91,7 @@ class SortedEdits:
             s, en, t = e.start, e.end, e.new_text
             if en < s:
                 raise OverlappingEditsError(f"edit ends before it starts: {e}")
-            if s < a_end or (s == a_start and a_end > a_start and en > s):
+            if _overlap(a_start, a_end, s, en):
                 raise OverlappingEditsError(f"edits overlap: {prev} and {e}")
             add_start(s)
             add_end(en)
@@ -142,8 +140,7 @@ class SortedEdits:
             last, first = self.parts[-1], other.parts[0]
             a_start, a_end, b_start, b_end = (last.starts[-1], last.ends[-1], first.starts[0],
                                               first.ends[0])
-            if b_start < a_end or (a_start == b_start and a_end > a_start and b_end > b_start) \
-                    or b_start < a_start:
+            if b_start < a_start or _overlap(a_start, a_end, b_start, b_end):
                 self.parts = SortedEdits.of(self.to_list() + other.to_list()).parts
                 return
         self.parts.extend(other.parts)

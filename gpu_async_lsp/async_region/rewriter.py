@@ -21,7 +21,6 @@ lines and insert new lines; every other byte stays (docs/ARCHITECTURE.md, "Invar
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import re
 import threading
@@ -31,7 +30,7 @@ from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.execute import has_execute, run_phases
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
 from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
-from gpu_async_lsp.edits import TextEdit, apply_edits, sort_edits
+from gpu_async_lsp.edits import SortedEdits, TextEdit, apply_edits
 from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_terminator
 from gpu_async_lsp.syntax import Block, Document, Op, parse_document
 from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING
@@ -488,17 +487,14 @@ def findings_after_fix(text: str, findings: list[Finding], edits: list[TextEdit]
 
     Re-analyzing the fixed text would cost a second parse and, in strict mode, report the
     `gpu.wait`s the rewrite itself inserted."""
-    edits = sort_edits(edits)
-    if not edits:
-        return text, list(findings)
-    fixed = apply_edits(text, edits, presorted=True)
-    return fixed, moved_findings(findings, rewritten, offset_mover(edits))
+    ordered = SortedEdits.of(edits)
+    return ordered.apply(text), moved_findings(findings, rewritten, ordered.mover())
 
 
 def moved_findings(findings: list[Finding], rewritten: set[tuple[int, int]],
                    moved) -> list[Finding]:
     """The findings that remain after the fix (all but the hints of the rewritten functions,
-    anchored at `rewritten`), their offsets `moved` past the edits."""
+    anchored at `rewritten`), their offsets `moved` past the edits (`SortedEdits.mover`)."""
     remaining = []
     for f in findings:
         if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
@@ -507,20 +503,6 @@ def moved_findings(findings: list[Finding], rewritten: set[tuple[int, int]],
             f, start=moved(f.start), end=moved(f.end),
             related=tuple(Related(moved(r.start), moved(r.end), r.message) for r in f.related)))
     return remaining
-
-
-def offset_mover(edits: list[TextEdit]):
-    """offset in the text -> offset in the text with `edits` (sorted) applied, for offsets
-    outside the edited spans (an insertion at an offset moves what starts there)."""
-    starts = [e.start for e in edits]
-    shift = [0]
-    for e in edits:
-        shift.append(shift[-1] + len(e.new_text) - (e.end - e.start))
-
-    def moved(offset: int) -> int:
-        return offset + shift[bisect.bisect_right(starts, offset)]
-
-    return moved
 
 
 def hint_anchor(func: Op) -> tuple[int, int]:

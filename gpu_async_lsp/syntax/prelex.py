@@ -125,10 +125,6 @@ class ResultsToken(Token):
     __slots__ = ("values",)
 
 
-def _tok(type_: str, value: str, start: int, end: int) -> Token:
-    return Token(type_, value, start, end)
-
-
 class _Frame:
     """A region (or the unit's top level): where ops start."""
 
@@ -396,7 +392,7 @@ class PreLexer:
         label (MLIR's parseBlockArgumentList)."""
         if t.kind == ":" and f.paren == 0:
             self.flush()
-            self.out.append(_tok("COLON", ":", t.start, t.end))
+            self.out.append(Token("COLON", ":", t.start, t.end))
             f.label = False
             f.in_op = False
             return i + 1
@@ -428,7 +424,7 @@ class PreLexer:
                 f.attr_depth += 1  # a brace of an attribute dictionary: part of the body
             else:
                 self.flush()
-                self.out.append(_tok("LBRACE_REGION", "{", t.start, t.end))
+                self.out.append(Token("LBRACE_REGION", "{", t.start, t.end))
                 # MLIR pushes the owner's OpAsmOpInterface::getDefaultDialect(), "" for others.
                 self.frames.append(_Frame(DEFAULT_DIALECT.get(f.op_name or ""), False))
                 return i + 1
@@ -563,18 +559,18 @@ def _emit_gpu_line(text: str, t, f: _Frame, out: list) -> None:
     """An exactly modeled GPU op whose text matched its format: name, async clause, operands."""
     if t.results_start >= 0:
         out.append(_results(text, t.results_start, t.results_end))
-    out.append(_tok(EXACT_GPU_OPS[t.text], t.text, t.name_start, t.name_end))
+    out.append(Token(EXACT_GPU_OPS[t.text], t.text, t.name_start, t.name_end))
     if t.async_start >= 0:
-        out.append(_tok("KW_ASYNC", "async", t.async_start, t.async_start + 5))
+        out.append(Token("KW_ASYNC", "async", t.async_start, t.async_start + 5))
     if t.deps_open >= 0:
-        out.append(_tok("LSQB", "[", t.deps_open, t.deps_open + 1))
+        out.append(Token("LSQB", "[", t.deps_open, t.deps_open + 1))
         first = True
         for m in VALUE_RE.finditer(text, t.deps_open + 1, t.deps_close - 1):
             if not first:
-                out.append(_tok("COMMA", ",", m.start(), m.start()))
-            out.append(_tok("VALUE", m.group(), m.start(), m.end()))
+                out.append(Token("COMMA", ",", m.start(), m.start()))
+            out.append(Token("VALUE", m.group(), m.start(), m.end()))
             first = False
-        out.append(_tok("RSQB", "]", t.deps_close - 1, t.deps_close))
+        out.append(Token("RSQB", "]", t.deps_close - 1, t.deps_close))
     if t.end > t.operands_start or t.text != "gpu.wait":
         b = BodyToken("CHECKED_OPERANDS", "")
         b.start_pos = _skip_blanks(text, t.operands_start)
@@ -686,18 +682,18 @@ def _start_op(raw, i, f: _Frame, out: list, flush, known: _ResultRun) -> int | N
         return i + 1
     if kind == "caret" and i + 1 < n and raw[i + 1].kind in ("(", ":") and not f.top:
         flush()
-        out.append(_tok("BLOCK_LABEL", t.text, t.start, t.end))
+        out.append(Token("BLOCK_LABEL", t.text, t.start, t.end))
         f.begin(label=True)
         return i + 1
     if kind in ("hash", "bang") and f.top and i + 1 < n and raw[i + 1].kind == "=":
         flush()
-        out.append(_tok("ALIAS_DEF", t.text, t.start, t.end))
-        out.append(_tok("EQUAL", "=", raw[i + 1].start, raw[i + 1].end))
+        out.append(Token("ALIAS_DEF", t.text, t.start, t.end))
+        out.append(Token("EQUAL", "=", raw[i + 1].start, raw[i + 1].end))
         f.begin()
         return i + 2
     if kind == "meta" and f.top:
         flush()
-        out.append(_tok("META", t.text, t.start, t.end))
+        out.append(Token("META", t.text, t.start, t.end))
         f.in_op = False
         return i + 1
     return None
@@ -717,14 +713,14 @@ def _emit_name(t: RawToken, qualified: str, f: _Frame, out: list) -> None:
     else:
         type_, mode = "OP_NAME", _BODY
     if t.kind == "line":
-        out.append(_tok(type_, qualified, t.name_start, t.name_end))
+        out.append(Token(type_, qualified, t.name_start, t.name_end))
     else:
-        out.append(_tok(type_, qualified, t.start, t.end))
+        out.append(Token(type_, qualified, t.start, t.end))
     f.begin(qualified, mode)
 
 
 def _emit_generic(t: RawToken, f: _Frame, out: list) -> None:
-    out.append(_tok("GENERIC_NAME", t.text[1:-1], t.start, t.end))
+    out.append(Token("GENERIC_NAME", t.text[1:-1], t.start, t.end))
     f.begin(t.text[1:-1], generic=True)
 
 
@@ -733,9 +729,9 @@ def _fine_token(text: str, raw, i: int, f: _Frame, out: list) -> int:
     t = raw[i]
     kind = t.kind
     if kind == "value":
-        out.append(_tok("VALUE", t.text, t.start, t.end))
+        out.append(Token("VALUE", t.text, t.start, t.end))
     elif kind == "symbol":
-        out.append(_tok("SYMBOL", t.text, t.start, t.end))
+        out.append(Token("SYMBOL", t.text, t.start, t.end))
     elif kind == "bare":
         merged = _merge_launch_part(text, raw, i)
         if merged is not None:
@@ -743,22 +739,22 @@ def _fine_token(text: str, raw, i: int, f: _Frame, out: list) -> int:
             return merged[1]
         if t.text == "loc" and i + 1 < len(raw) and raw[i + 1].kind == "(":
             j = _matching(raw, i + 1, "(", ")")
-            out.append(_tok("LOC", "loc", t.start, raw[j].end))
+            out.append(Token("LOC", "loc", t.start, raw[j].end))
             return j + 1
         kw = GPU_KEYWORDS.get(t.text)
-        out.append(_tok(kw or "TYPE", t.text, t.start, t.end))
+        out.append(Token(kw or "TYPE", t.text, t.start, t.end))
     elif kind in ("blob", "bang"):
-        out.append(_tok("TYPE", t.text, t.start, t.end))
+        out.append(Token("TYPE", t.text, t.start, t.end))
     elif kind == "{":
         j = _matching(raw, i, "{", "}")
-        out.append(_tok("ATTR_DICT", "{", t.start, raw[j].end))
+        out.append(Token("ATTR_DICT", "{", t.start, raw[j].end))
         return j + 1
     elif kind in _FINE_PUNCT:
         _count_paren(f, t)
-        out.append(_tok(_FINE_PUNCT[kind], t.text, t.start, t.end))
+        out.append(Token(_FINE_PUNCT[kind], t.text, t.start, t.end))
     else:
         # numbers, strings, `#attr`, `->`, `}`: no GPU format here takes them.
-        out.append(_tok("BODY", t.text, t.start, t.end))
+        out.append(Token("BODY", t.text, t.start, t.end))
     return i + 1
 
 
@@ -855,7 +851,7 @@ def _close_region(frames: list[_Frame], t, out: list) -> None:
     """The `}` closing the innermost region (none is open at a unit's top level)."""
     if frames[-1].top:
         raise PrelexError("unexpected '}'", t.start, t.end)
-    out.append(_tok("RBRACE", "}", t.start, t.end))
+    out.append(Token("RBRACE", "}", t.start, t.end))
     frames.pop()
     frames[-1].after_region = True
 

@@ -113,13 +113,25 @@ def test_positions_of_equals_the_line_index_on_random_texts():
             assert positions_of(text, offsets, encoding) == want, (text, offsets, encoding)
 
 
+def _reference_apply(text: str, edits: list) -> str:
+    """Edits applied one at a time from the last, in planned order among equal positions."""
+    ordered = sorted(enumerate(edits), key=lambda ie: (ie[1].start, ie[1].end, ie[0]))
+    for _, e in reversed(ordered):
+        text = text[:e.start] + e.new_text + text[e.end:]
+    return text
+
+
+def _reference_moved(edits: list, offset: int) -> int:
+    """Where `offset` lands: past every edit that starts at or before it."""
+    return offset + sum(len(e.new_text) - (e.end - e.start) for e in edits if e.start <= offset)
+
+
 def test_sorted_edits_apply_move_and_join_as_text_edits_do():
-    """SortedEdits (the flat edits `check` joins from its shares): applying, moving offsets
-    and joining parts in text order give what apply_edits and offset_mover give; parts out of
-    order are sorted again; an overlap raises."""
+    """SortedEdits (the flat edits `check` joins from its shares, and apply_edits): applying,
+    moving offsets and joining parts in text order give what applying the edits one by one
+    gives; parts out of order are sorted again; an overlap raises."""
     import random
 
-    from gpu_async_lsp.async_region.rewriter import offset_mover
     from gpu_async_lsp.edits import SortedEdits
 
     rng = random.Random(7)
@@ -133,26 +145,24 @@ def test_sorted_edits_apply_move_and_join_as_text_edits_do():
                 at = b if b > a else a + 1
         rng.shuffle(edits)
         flat = SortedEdits.of(edits)
-        assert flat.apply(text) == apply_edits(text, edits)
+        assert flat.apply(text) == _reference_apply(text, edits) == apply_edits(text, edits)
         ordered = sort_edits(edits)
         assert flat.to_list() == ordered
-        moved, want = flat.mover(), offset_mover(ordered)
-        assert [moved(o) for o in range(len(text) + 1)] == [want(o) for o in range(len(text) + 1)]
+        want = [_reference_moved(edits, o) for o in range(len(text) + 1)]
+        assert [flat.mover()(o) for o in range(len(text) + 1)] == want
         k = rng.randint(0, len(ordered))
         joined = SortedEdits.of(ordered[:k])
         joined.extend(SortedEdits.of(ordered[k:]))
         assert joined == flat
-        assert [joined.mover()(o) for o in range(len(text) + 1)] == [
-            want(o) for o in range(len(text) + 1)]
+        assert [joined.mover()(o) for o in range(len(text) + 1)] == want
         # Parts made with the text carry their edits applied: glued, the same text.
         cuts = sorted(rng.sample(range(len(ordered) + 1), min(3, len(ordered) + 1)))
         applied = SortedEdits()
         for a, b in zip([0, *cuts], [*cuts, len(ordered)]):
             applied.extend(SortedEdits.of(ordered[a:b], text))
         assert applied == flat
-        assert applied.apply(text) == apply_edits(text, edits)
-        assert [applied.mover()(o) for o in range(len(text) + 1)] == [
-            want(o) for o in range(len(text) + 1)]
+        assert applied.apply(text) == _reference_apply(text, edits)
+        assert [applied.mover()(o) for o in range(len(text) + 1)] == want
         backwards = SortedEdits.of(ordered[k:])
         backwards.extend(SortedEdits.of(ordered[:k]))
         assert backwards == flat
