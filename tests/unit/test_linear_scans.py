@@ -157,6 +157,18 @@ def test_parse_blank_lines_linear(path):
 
 
 @PATHS
+def test_parse_gpu_ops_and_closing_lines_between_comment_runs_linear(path):
+    """Each GPU op's one-match format looks past its line for a continuation, and a line of
+    only `}` is matched after the blank and comment lines before it: runs of those lines
+    between many of both are read a bounded number of times."""
+    def make(n):
+        block = ("  scf.execute_region {\n  %a = gpu.alloc (%n) : memref<?xf32>\n"
+                 + "  // note\n\n" * 4 + "  }\n" + "  // after\n" * 4)
+        return _function(block * n)
+    assert_linear(path, make, 700)
+
+
+@PATHS
 def test_parse_one_very_long_line_linear(path):
     assert_linear(path, lambda n: _function(f"  %r = arith.addi {_values(n)} : i32\n"), 45000)
 
