@@ -30,7 +30,7 @@ import os
 import stat
 import sys
 
-from gpu_async_lsp import __version__
+from gpu_async_lsp import __version__, regex_cache
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
 from gpu_async_lsp.async_region.rewriter import ORIGINAL, moved_findings
@@ -550,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
             return e.code if isinstance(e.code, int) else int(e.code is not None) * 2
         if args.command == "serve":
             return run_serve(argv[1:])
+        regex_cache.save()  # the patterns its imports compiled, for the next start
         try:
             if args.command == "check":
                 return run_check(args, stdin, stdout, stderr)

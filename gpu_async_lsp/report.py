@@ -13,10 +13,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import re
 from typing import TYPE_CHECKING
 
-from gpu_async_lsp import __version__
+from gpu_async_lsp import __version__, regex_cache
 from gpu_async_lsp.async_region.findings import CODES, CODES_PAGE, RULE, RULES, Rule, Severity
 from gpu_async_lsp.async_region.suppression import QUICK_FIXABLE, SUPPRESSIBLE
 from gpu_async_lsp.text import LineIndex
@@ -111,7 +110,7 @@ def finding_dicts(index: LineIndex, findings, fixes: dict | None = None) -> list
     return out
 
 
-_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_LINE = regex_cache.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
 def unified_diff(before: str, after: str, display: str) -> str:

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import re
 from dataclasses import dataclass
+
+from gpu_async_lsp import regex_cache
 
 UTF8 = "utf-8"
 UTF16 = "utf-16"
 UTF32 = "utf-32"
 ENCODINGS = (UTF8, UTF16, UTF32)
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-_ASCII = re.compile(r"[\x00-\x7f]*\Z")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_LINE_BREAK = regex_cache.compile(r"\r\n|\r|\n")
+_OTHER_BREAKS = regex_cache.compile("[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_ASCII = regex_cache.compile(r"[\x00-\x7f]*\Z")
+_NON_ASCII = regex_cache.compile(r"[^\x00-\x7f]")
 # Lines at least this long get their wide characters listed once (`LineIndex._wide`): many
 # positions on one long line then cost a bisection each, not a scan of the line each.
 _LONG_LINE = 512

@@ -25,9 +25,9 @@ results does to every result) reverses the list.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.plan import (
     AWAIT,
@@ -55,7 +55,7 @@ class NotInPlace(Exception):
 
 _OPEN = {"(": ")", "[": "]", "<": ">", "{": "}"}
 # What nests in MLIR text: strings (skipped whole), `->` (not a closing `>`), brackets.
-_NESTING = re.compile(rf"{STRING}|->|[()\[\]<>{{}}]|(?P<sep>[,:])")
+_NESTING = regex_cache.compile(rf"{STRING}|->|[()\[\]<>{{}}]|(?P<sep>[,:])")
 
 
 def _split_top(text: str, start: int, end: int, sep: str = ",") -> list[tuple[int, int]]:

@@ -13,9 +13,9 @@ ops removed with their line. Every other byte stays.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.syntax import Block, Op
 
@@ -80,7 +80,7 @@ class BlockPlan:
     items: list = field(default_factory=list)
 
 
-_INDENT = re.compile(r"[ \t]*")
+_INDENT = regex_cache.compile(r"[ \t]*")
 
 
 class Renderer:

@@ -22,10 +22,10 @@ lines and insert new lines; every other byte stays (docs/ARCHITECTURE.md, "Invar
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 from dataclasses import dataclass, field
 
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.execute import has_execute, run_phases
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
@@ -135,10 +135,10 @@ class NameAllocator:
 
 
 # An SSA name, or a comment or string (matched only to be skipped: `// %t0` is no name).
-_SSA_NAME = re.compile(rf'//[^\n]*+|{STRING}|({SSA_NAME})')
+_SSA_NAME = regex_cache.compile(rf'//[^\n]*+|{STRING}|({SSA_NAME})')
 
 
-_CANDIDATE = re.compile(r"%t[0-9]")
+_CANDIDATE = regex_cache.compile(r"%t[0-9]")
 
 
 def _used_names(text: str, start: int, end: int) -> set[str]:
@@ -148,7 +148,7 @@ def _used_names(text: str, start: int, end: int) -> set[str]:
     return names
 
 
-_INDENT = re.compile(r"[ \t]*")
+_INDENT = regex_cache.compile(r"[ \t]*")
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding
 from gpu_async_lsp.edits import TextEdit
@@ -53,11 +54,11 @@ NO_CONTEXT = (NOTHING, NOTHING)
 
 # A line's text up to the `//` that starts its comment: other characters, strings, lone `/`s.
 # An unterminated string runs to the end of the line: no comment after it.
-_CODE = re.compile(rf'(?:[^"/\n]++|{STRING}|/(?!/))*+')
-_DIRECTIVE = re.compile(r"//[ \t]*gpu-async-lsp:")
-_MARKER = re.compile(re.escape(MARKER))
-_BREAK = re.compile("\n")
-_IGNORE = re.compile(r"[ \t]*ignore(?:[ \t]*\[(?P<codes>[^\]\n]*)\]|(?=[ \t\r]|\Z))")
+_CODE = regex_cache.compile(rf'(?:[^"/\n]++|{STRING}|/(?!/))*+')
+_DIRECTIVE = regex_cache.compile(r"//[ \t]*gpu-async-lsp:")
+_MARKER = regex_cache.compile(re.escape(MARKER))
+_BREAK = regex_cache.compile("\n")
+_IGNORE = regex_cache.compile(r"[ \t]*ignore(?:[ \t]*\[(?P<codes>[^\]\n]*)\]|(?=[ \t\r]|\Z))")
 _FORMS = "`// gpu-async-lsp: ignore` or `// gpu-async-lsp: ignore[code, ...]`"
 
 

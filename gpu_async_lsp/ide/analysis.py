@@ -15,12 +15,11 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import gc
-import re
 import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from gpu_async_lsp import parallel
+from gpu_async_lsp import parallel, regex_cache
 from gpu_async_lsp.async_region import Finding, Related, analyze, suppression
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.rewriter import (
@@ -584,8 +583,8 @@ MAX_CARRIED_EDITS = 64
 
 # What an edit may not touch for the unit layout to stay: braces, quotes (strings hold braces),
 # slashes (comments and `// -----` markers).
-_STRUCTURAL = re.compile(r'[{}"/\\\n\r]')
-_CONTEXT = re.compile(r'["/\\]')
+_STRUCTURAL = regex_cache.compile(r'[{}"/\\\n\r]')
+_CONTEXT = regex_cache.compile(r'["/\\]')
 
 
 def changed_span(old: str, new: str) -> tuple[int, int, int]:

@@ -15,8 +15,7 @@ what came before it. A full request joins those texts; an edit rescans one unit.
 
 from __future__ import annotations
 
-import re
-
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region.rewriter import is_already_async
 from gpu_async_lsp.op_tables import is_async_interface_op
 from gpu_async_lsp.syntax.parser import OP_WORDS
@@ -34,7 +33,7 @@ DECLARATION, ASYNC_TOKEN = 1, 2  # modifier bits
 _BUILTIN_TYPES = (r"(?:[su]?i[0-9]+|f(?:16|32|64|80|128)|bf16|tf32|f8E\w+|f[46]E\w+|index|none"
                   r"|memref|tensor|vector|complex|tuple)(?![\w$.])")
 _ID = r"[A-Za-z_][\w$.\-]*"
-_SCAN = re.compile(
+_SCAN = regex_cache.compile(
     # What starts no token is skipped first, in one tight loop (else each alternative would
     # be tried at every blank and bracket).
     r"[^/\"%^@!#?\w\-]*+(?:"
@@ -50,11 +49,12 @@ _SCAN = re.compile(
     rf"|(?P<word>(?<![\w$.%@#!^\-]){BARE_ID}))"
 )
 # After a word: `=` (not `==`) makes it an attribute name.
-_ASSIGN = re.compile(r"[ \t]*=(?!=)")
+_ASSIGN = regex_cache.compile(r"[ \t]*=(?!=)")
 # A unit attribute or the last name in a dictionary: `{name}`, `{a = 1, name}`.
-_UNIT_ATTR_AFTER = re.compile(r"[ \t]*[,}]")
-_TOKEN_ARGUMENT = re.compile(rf"({SSA_NAME})[ \t]*:[ \t]*!gpu\.async\.token\b")
-_LINE_HEAD = re.compile(r"[ \t]*(?:%[^=\n]*=[ \t]*)?\Z")  # only a result list before a word
+_UNIT_ATTR_AFTER = regex_cache.compile(r"[ \t]*[,}]")
+_TOKEN_ARGUMENT = regex_cache.compile(rf"({SSA_NAME})[ \t]*:[ \t]*!gpu\.async\.token\b")
+# only a result list before a word
+_LINE_HEAD = regex_cache.compile(r"[ \t]*(?:%[^=\n]*=[ \t]*)?\Z")
 
 
 def _op_facts(ops) -> tuple[dict[int, int], set[int], set[str]]:

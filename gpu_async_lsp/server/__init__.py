@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     root.handlers[:] = [handler]
     root.setLevel(args.log_level)
 
+    from gpu_async_lsp import regex_cache
     from gpu_async_lsp.server.server import build_server
     from gpu_async_lsp.syntax.parser import build_parser_once
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     # Lark and its parser, before the first document: a first open (and the process it forks
     # to share a big one) then finds them made.
     build_parser_once()
+    regex_cache.save()  # the patterns compiled so far, for the next start
     if args.tcp:
         server.start_tcp(args.host, args.port)
     else:

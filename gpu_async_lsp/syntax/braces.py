@@ -29,8 +29,7 @@ The ops of GPUOps.td modeled exactly have no regions: there a `{` is their attr-
 
 from __future__ import annotations
 
-import re
-
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS
 from gpu_async_lsp.syntax.patterns import STRING
 
@@ -40,15 +39,15 @@ OP_WORDS = frozenset(name.split(".", 1)[1] for name in KNOWN_OPS
 
 # Blanks, comments and line breaks before the first token after the brace; then that token and
 # the punctuation after it (`=` not of `==`/`=>`).
-_FIRST = re.compile(
+_FIRST = regex_cache.compile(
     r"(?P<gap>(?:[ \t\r\n]++|//[^\n]*+)*+)"
     r"(?:(?P<close>\})|(?P<value>%)|(?P<caret>\^)|(?P<meta>\{-#)"
     rf"|(?P<string>{STRING})|(?P<name>[A-Za-z_][\w$.]*+))?"
 )
-_AFTER = re.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+(?P<p>=(?![=>])|[,}(:])?")
+_AFTER = regex_cache.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+(?P<p>=(?![=>])|[,}(:])?")
 
 _DICT_BEFORE = "<=["  # the character before `{` when it is a value (`<{` properties, `= {`, `[{`)
-_ATTRIBUTES = re.compile(r"(?<![\w$.%@#!^\-])attributes")  # the keyword, not `%attributes`
+_ATTRIBUTES = regex_cache.compile(r"(?<![\w$.%@#!^\-])attributes")  # the keyword, not `%attributes`
 
 
 def _before(text: str, brace: int) -> int:

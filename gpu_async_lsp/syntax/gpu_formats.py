@@ -19,9 +19,9 @@ No lark, pygls or lsprotocol here.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.syntax.patterns import SSA_USE, SYMBOL_REF
 from gpu_async_lsp.syntax.patterns import angle_body as _angle
 
@@ -107,7 +107,7 @@ _ASYNC_DEPS = (
     rf"(?:{_S}\b(?P<async>async)\b)?(?:{_S}(?P<open>\[){_S}(?P<deps>{_VS})?{_S}(?P<close>\]))?"
 )
 
-VALUE_RE = re.compile(_V)
+VALUE_RE = regex_cache.compile(_V)
 _EOL_TEXT = r"[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
 
 # After a GPU op that matched its format up to the end of a line: the next line goes on with the
@@ -121,6 +121,6 @@ _GOES_ON = (r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*+"
 # clause (groups `async`, `open`, `deps`, `close`), the operands (`ops`), the end of the line
 # (`eol`), and no next line that goes on with the op. Atomic groups: each part matches as
 # its own pattern would, first alone (no backtracking from one part into another).
-WHOLE_OP = {f.name: re.compile(
+WHOLE_OP = {f.name: regex_cache.compile(
     rf"(?>{_ASYNC_DEPS})(?P<ops>(?>{f.operands}))(?P<eol>{_EOL_TEXT})"
     rf"(?!{_GOES_ON})") for f in FORMATS}

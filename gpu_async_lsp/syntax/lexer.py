@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import KNOWN_OPS
 from gpu_async_lsp.syntax import gpu_formats
 from gpu_async_lsp.syntax.patterns import (
@@ -34,7 +35,7 @@ from gpu_async_lsp.syntax.patterns import (
     STRING as _STRING,
 )
 
-SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.MULTILINE)
+SPLIT_MARKER = regex_cache.compile(r"^[ \t]*// -----[ \t]*\r?$", re.MULTILINE)
 
 
 _MARKER_TEXT = "// -----"
@@ -98,7 +99,7 @@ _TOKEN_ALTERNATIVES = [
 
 
 def _token_re(alternatives: list[str]) -> re.Pattern:
-    return re.compile(r"(?P<ws>[ \t\r\n]*+)(?:" + "|".join(alternatives) + ")", re.DOTALL)
+    return regex_cache.compile(r"(?P<ws>[ \t\r\n]*+)(?:" + "|".join(alternatives) + ")", re.DOTALL)
 
 
 TOKEN_RE = _token_re(_TOKEN_ALTERNATIVES)
@@ -180,7 +181,7 @@ _BLANK_LINES = r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*"  # blank and comment-on
 
 
 def _line_re(results: str, gap: str) -> re.Pattern:
-    return re.compile(
+    return regex_cache.compile(
         _BLANK_LINES
         + rf"(?:(?P<res>{results})[ \t]*=(?![=>]){gap})?"
         r"(?P<name>[A-Za-z_][\w$.]*+)"  # possessive: `rest` would take what it gave back
@@ -196,7 +197,8 @@ LINE_RE = _line_re(RESULT_LIST, r"[ \t]*")
 # of results ends, so that the lines of a long run that is no result list (`%t,` per line in a
 # dependency list) are read once, not once from each of them.
 _LINE_BROKEN_HEAD_RE = _line_re(RESULT_LIST_LINES, LINE_GAP)
-_RESULTS_RUN_RE = re.compile(rf"{_BLANK_LINES}{RESULT_LIST_LINES}[ \t]*+(?P<eq>=(?![=>]))?")
+_RESULTS_RUN_RE = regex_cache.compile(
+    rf"{_BLANK_LINES}{RESULT_LIST_LINES}[ \t]*+(?P<eq>=(?![=>]))?")
 
 
 class LineToken(NamedTuple):
@@ -236,7 +238,7 @@ class GpuLineToken(NamedTuple):
 
 
 # A dotted name or `return` inside a line, where MLIR may start a second op.
-_MIDLINE_NAME_RE = re.compile(r"(?<![\w$.%@#!^\"\-])(?:[A-Za-z_][\w$]*\.[\w$.]+|return\b)")
+_MIDLINE_NAME_RE = regex_cache.compile(r"(?<![\w$.%@#!^\"\-])(?:[A-Za-z_][\w$]*\.[\w$.]+|return\b)")
 
 
 def midline_op(rest: str) -> bool:
@@ -319,7 +321,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
 
 
 # A line that holds only `}` (after blank and comment lines); its end is left to the next line.
-_CLOSE_LINE_RE = re.compile(
+_CLOSE_LINE_RE = regex_cache.compile(
     r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*+\}(?=[ \t]*+(?://[^\n]*+)?(?:\r?\n|\Z))")
 
 
@@ -379,14 +381,14 @@ def _brace_re(strings: bool, metadata: bool) -> re.Pattern:
         skipped.append(_STRING)
     if metadata:
         skipped.append(r"\{-#.*?#-\}")
-    return re.compile(
+    return regex_cache.compile(
         "(?:" + "|".join(skipped) + r')*+(?:(?P<open>\{)|(?P<close>\})|(?P<quote>")|\Z)',
         re.DOTALL,
     )
 
 
 _BRACE_RES = {(s, m): _brace_re(s, m) for s in (True, False) for m in (True, False)}
-_OPEN_STRING_RE = re.compile(OPEN_STRING, re.DOTALL)
+_OPEN_STRING_RE = regex_cache.compile(OPEN_STRING, re.DOTALL)
 
 
 def _braces(text: str, start: int, end: int):
@@ -437,10 +439,10 @@ _OP_START = (
     r"|\{-#"
 )
 # A line break, the next line's indentation, and the start of an op there.
-_LINE_OP_RE = re.compile(rf"\n[ \t\r]*(?={_OP_START})")
+_LINE_OP_RE = regex_cache.compile(rf"\n[ \t\r]*(?={_OP_START})")
 
 # The ops whose children are units of their own.
-CONTAINER_NAME_RE = re.compile(r"(?:builtin\.module|module|gpu\.module)\b")
+CONTAINER_NAME_RE = regex_cache.compile(r"(?:builtin\.module|module|gpu\.module)\b")
 
 
 class Unit(NamedTuple):
@@ -553,7 +555,8 @@ def _comment_start(line: str) -> int | None:
     return None
 
 
-_BLANKS_RE = re.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+")  # possessive: no state kept per line
+# possessive: no state kept per line
+_BLANKS_RE = regex_cache.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+")
 
 
 def _trim_end(text: str, s: int, e: int) -> int:

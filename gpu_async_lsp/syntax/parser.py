@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import re
 import threading
 from typing import TYPE_CHECKING
 
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
 from gpu_async_lsp.syntax import gpu_formats, refs
 from gpu_async_lsp.syntax.braces import OP_WORDS
@@ -121,7 +121,7 @@ def _symbol(t: Token | RawToken) -> SymbolRef:
     return SymbolRef(tuple(s.split("::")), start, end)
 
 
-_WORD_RE = re.compile(r"[^\s,()\[\]{}:=]+|\S")
+_WORD_RE = regex_cache.compile(r"[^\s,()\[\]{}:=]+|\S")
 
 
 def _read_body(op: Op, t: BodyToken) -> None:
@@ -139,17 +139,18 @@ def _flatten(items, out: list) -> list:
     return out
 
 
-_DEP_RE = re.compile(rf"({SSA_NAME})(?:#(\d+))?")
-_BLANKS = re.compile(r"[ \t\r\n]*")
+_DEP_RE = regex_cache.compile(rf"({SSA_NAME})(?:#(\d+))?")
+_BLANKS = regex_cache.compile(r"[ \t\r\n]*")
 _ONE_SYMBOL = SYMBOL_NAME
 # The name an op implementing SymbolOpInterface defines: its first symbol, after keywords and
 # strings (`func.func private @f`, `llvm.mlir.global internal constant @g`, `memref.global
 # "private" constant @g`), never one inside `attributes {...}` (`module attributes {x = @y}`
 # names no module).
-_SYMBOL_DEFINITION = re.compile(
+_SYMBOL_DEFINITION = regex_cache.compile(
     rf'(?:(?!attributes\b)(?:[A-Za-z_][\w$.\-]*|"[^"\\\n]*")[ \t\r\n]+)*({_ONE_SYMBOL})')
 # Ops these tables do not know: a symbol right after the name or a visibility keyword.
-_UNKNOWN_SYMBOL_DEFINITION = re.compile(rf'(?:(?:public|private|nested)[ \t]+)?({_ONE_SYMBOL})')
+_UNKNOWN_SYMBOL_DEFINITION = regex_cache.compile(
+    rf'(?:(?:public|private|nested)[ \t]+)?({_ONE_SYMBOL})')
 
 
 def _defined_symbol(name: str, src: str, start: int, end: int) -> SymbolRef | None:
@@ -168,7 +169,8 @@ def _defined_symbol(name: str, src: str, start: int, end: int) -> SymbolRef | No
 
 
 # The start of an op in custom form: its results, then its dotted name.
-_OP_HEAD = re.compile(r"[ \t\r\n]*(?:%[^=\n]*=[ \t]*)?([A-Za-z_][\w$]*\.[\w$.]+)[ \t\r\n]+")
+_OP_HEAD = regex_cache.compile(
+    r"[ \t\r\n]*(?:%[^=\n]*=[ \t]*)?([A-Za-z_][\w$]*\.[\w$.]+)[ \t\r\n]+")
 
 
 def head_symbol(text: str) -> tuple[str, int, SymbolRef] | None:

@@ -9,7 +9,7 @@ given start, so possessive quantifiers match what greedy ones would, in any cont
 
 from __future__ import annotations
 
-import re
+from gpu_async_lsp import regex_cache
 
 STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
 # What a string that does not close runs over: up to the end of its line (or of the text).
@@ -36,7 +36,7 @@ RESULT_LIST = rf"{RESULT}(?:[ \t]*,[ \t]*{RESULT})*"
 LINE_GAP = r"[ \t]*+(?:\r?\n[ \t]*+)*+"
 # A result list as MLIR reads it, whitespace-insensitive: broken after a `,` over lines.
 RESULT_LIST_LINES = rf"{RESULT}(?:[ \t]*,{LINE_GAP}{RESULT})*"
-RESULT_RE = re.compile(r"(%[\w$.\-]+)(?:[ \t]*:[ \t]*(\d+))?")
+RESULT_RE = regex_cache.compile(r"(%[\w$.\-]+)(?:[ \t]*:[ \t]*(\d+))?")
 # `@f`, `@"quoted name"`; a nested reference `@outer::@inner`.
 SYMBOL_NAME = rf"@(?:[\w$.\-]+|{STRING})"
 SYMBOL_REF = rf"{SYMBOL_NAME}(?:::{SYMBOL_NAME})*"

@@ -23,8 +23,7 @@ that meets none does not import Lark at all).
 
 from __future__ import annotations
 
-import re
-
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import (
     ASYNC_INTERFACE_OPS,
     DEFAULT_DIALECT,
@@ -524,7 +523,7 @@ def _continues(raw: list, i: int) -> bool:
     return p.cont if p.kind == "line" else p.kind in _CONTINUATION
 
 
-_BLANK_RE = re.compile(r"[ \t\r\n]*")
+_BLANK_RE = regex_cache.compile(r"[ \t\r\n]*")
 
 
 def _skip_blanks(text: str, pos: int) -> int:

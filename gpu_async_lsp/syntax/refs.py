@@ -6,14 +6,13 @@ to when someone asks (navigation, hover), skipping comments and strings. No lark
 
 from __future__ import annotations
 
-import re
-
+from gpu_async_lsp import regex_cache
 from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING, SYMBOL_REF
 
 _SKIP = rf"//[^\n]*|{STRING}"
-_VALUE_RE = re.compile(rf"{_SKIP}|({SSA_NAME})(?:#(\d+))?")
-_SYMBOL_RE = re.compile(rf"//[^\n]*|(?<!@){STRING}|({SYMBOL_REF})")
-_CARET_RE = re.compile(rf"{_SKIP}|(\^[\w$.\-]+)")
+_VALUE_RE = regex_cache.compile(rf"{_SKIP}|({SSA_NAME})(?:#(\d+))?")
+_SYMBOL_RE = regex_cache.compile(rf"//[^\n]*|(?<!@){STRING}|({SYMBOL_REF})")
+_CARET_RE = regex_cache.compile(rf"{_SKIP}|(\^[\w$.\-]+)")
 
 
 def values_in(text: str, start: int, end: int):
