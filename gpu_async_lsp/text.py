@@ -89,6 +89,10 @@ def _offset_in_wide_line(wide: tuple[list[int], list[int]], length: int, units: 
     return lo if units_before(lo) == units else lo - 1
 
 
+# Up to this many offsets, each is counted from the start of the text (still linear in it).
+_FEW_OFFSETS = 4
+
+
 def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[tuple[int, int]]:
     """(line, column) of each of `offsets` in `text`, as LineIndex.position gives them: for a
     text whose lines end in "\n" or "\r\n" by counting line breaks between the offsets in
@@ -101,6 +105,17 @@ def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[t
         return [(p.line, p.character) for p in (index.position(o, encoding) for o in offsets)]
     ascii_text = encoding == UTF32 or text.isascii()
     n = len(text)
+    if len(offsets) <= _FEW_OFFSETS:  # a unit's finding or two (each diagnostic of a first
+        # publication): each offset counted from the start, no sort, no table
+        out = []
+        for offset in offsets:
+            o = max(0, min(offset, n))
+            line_start = text.rfind("\n", 0, o) + 1
+            column = o - line_start if ascii_text else _units(text[line_start:o], encoding)
+            if column and o < n and text[o] == "\n" and text[o - 1] == "\r":
+                column -= 1  # between "\r" and "\n": the end of the line
+            out.append((text.count("\n", 0, line_start), column))
+        return out
     found: dict[int, tuple[int, int]] = {}
     line, at, line_start = 0, 0, 0  # line breaks before `at`, where the line of `at` starts
     units = 0  # code units of text[line_start:at]
