@@ -91,7 +91,7 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
     try:
         try:
             for p in range(1, processes):
-                children.append(in_forked_process(_claimed_blocks, *args, claims,
+                children.append(in_forked_process(_claimed_blocks_pickled, *args, claims,
                                                   p * len(blocks) // processes))
         except OSError:  # no more processes to be had: the others take their blocks
             pass
@@ -103,10 +103,14 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
             raise
         for child in children:
             try:
-                for i, packed in child().items():
-                    done.setdefault(i, packed)
+                results = child()
             except RuntimeError:  # the process died (out of memory, killed): see below
-                pass
+                continue
+            import pickle  # loaded by child() already
+
+            for i, pickled in results.items():
+                if i not in done:
+                    done[i] = pickle.loads(pickled)
     finally:
         claims.close()
     findings: dict[tuple, Finding] = {}
@@ -130,6 +134,18 @@ def _claimed_blocks(text: str, blocks: list, strict: bool, rules: tuple, layout,
                     claims: Claims, start: int) -> dict[int, tuple]:
     """The results of the blocks this process claims, walking them from `start` around."""
     return {i: _analyze_share(text, *blocks[i], strict, rules, layout, counts)
+            for i in claims.walk(start)}
+
+
+def _claimed_blocks_pickled(text: str, blocks: list, strict: bool, rules: tuple, layout,
+                            counts, claims: Claims, start: int) -> dict[int, bytes]:
+    """_claimed_blocks in a forked process: each block's result pickled as soon as it is
+    made, while the other process still analyses, not all at the end (20 ms at 50k lines,
+    which the other process waited for)."""
+    import pickle
+
+    return {i: pickle.dumps(_analyze_share(text, *blocks[i], strict, rules, layout, counts),
+                            pickle.HIGHEST_PROTOCOL)
             for i in claims.walk(start)}
 
 
