@@ -39,7 +39,7 @@ from gpu_async_lsp.syntax.lexer import (
     tokenize,
     tokenize_lines,
 )
-from gpu_async_lsp.syntax.patterns import RESULT_RE, SSA_NAME, SYMBOL_NAME
+from gpu_async_lsp.syntax.patterns import SSA_NAME, SYMBOL_NAME
 from gpu_async_lsp.syntax.prelex import (
     CONTAINER_CLOSE,
     BodyToken,
@@ -48,6 +48,7 @@ from gpu_async_lsp.syntax.prelex import (
     ResultsToken,
     Token,
     prelex,
+    result_values,
 )
 
 if TYPE_CHECKING:
@@ -201,23 +202,9 @@ def _line_op(src: str, t, name: str) -> Op:
     """The Op of one whole line (a LineToken or GpuLineToken of lexer.py)."""
     op = Op(name, t.name_start, t.name_end, t.start, t.end)
     op.src = src
-    rs = t.results_start
-    if rs >= 0:
-        re_ = t.results_end
-        if src.find(",", rs, re_) < 0 and src.find(":", rs, re_) < 0:
-            # One result, no `:N` (most ops): the span is its name (the lexer's RESULT_LIST).
-            op.results = [ValueRef(src[rs:re_], rs, re_)]
-            op.results_end = re_
-        else:
-            results = []
-            for m in RESULT_RE.finditer(src, rs, re_):
-                v = ValueRef(m.group(1), m.start(), m.end(1))
-                if m.group(2):
-                    v.count = int(m.group(2))
-                    v.end = m.end()
-                results.append(v)
-            op.results = results
-            op.results_end = results[-1].end
+    if t.results_start >= 0:
+        results = op.results = result_values(src, t.results_start, t.results_end)
+        op.results_end = results[-1].end
     if t.kind == "gpuline":
         g = GpuSyntax()
         if t.async_start >= 0:

@@ -530,17 +530,27 @@ def _skip_blanks(text: str, pos: int) -> int:
     return _BLANK_RE.match(text, pos).end()
 
 
+def result_values(text: str, start: int, end: int) -> list[ValueRef]:
+    """The results of the result list text[start:end] (`%a, %b:2`, as the lexer's RESULT_LIST
+    spans it)."""
+    if text.find(",", start, end) < 0 and text.find(":", start, end) < 0:
+        return [ValueRef(text[start:end], start, end)]  # one result, no `:N`: most ops
+    values = []
+    for m in RESULT_RE.finditer(text, start, end):
+        v = ValueRef(m.group(1), m.start(), m.end(1))
+        if m.group(2):
+            v.count = int(m.group(2))
+            v.end = m.end()
+        values.append(v)
+    return values
+
+
 def _results(text: str | None, start: int, end: int, raw: list | None = None) -> ResultsToken:
     """The RESULTS token of `%a, %b:2` (from the text, or from raw tokens)."""
-    values = []
     if raw is None:
-        for m in RESULT_RE.finditer(text, start, end):
-            v = ValueRef(m.group(1), m.start(), m.end(1))
-            if m.group(2):
-                v.count = int(m.group(2))
-                v.end = m.end()
-            values.append(v)
+        values = result_values(text, start, end)
     else:
+        values = []
         for r in raw:
             if r.kind == "value":
                 values.append(ValueRef(r.text, r.start, r.end))
