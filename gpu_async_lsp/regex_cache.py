@@ -12,8 +12,9 @@ engine builds from it is equal to `re.compile`'s (`Pattern.__eq__` compares the 
 the file is keyed by the exact Python build and `_sre.MAGIC`. Anything else (no file yet, a
 file cut short or of another Python, a read-only install, a `re` without those internals)
 falls back to `re.compile`: the cache only ever saves time. The file is written (to a new
-name, then renamed over the old) by `save()` when the run compiled patterns it lacked; it may
-be deleted at any time.
+name, then renamed over the old) by `save()` when the run compiled patterns it lacked, with the
+programs that run used (so it never keeps those of patterns the package no longer has); it
+may be deleted at any time.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__",
 
 _programs: dict | None = None  # (pattern, flags) -> _sre.compile's arguments after the pattern
 _added = False  # programs made by this process that the file lacks
+_used: set = set()  # keys this process compiled: what a write keeps (no stale programs)
 
 
 def _load() -> dict:
@@ -60,6 +62,7 @@ def compile(pattern: str, flags: int = 0) -> re.Pattern:
         return re.compile(pattern, flags)
     programs = _load()
     key = (pattern, flags)
+    _used.add(key)
     args = programs.get(key)
     if args is not None:
         try:
@@ -99,7 +102,8 @@ def save() -> None:
     tmp = f"{_PATH}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(_PATH), exist_ok=True)
-        data = marshal.dumps((_KEY, _programs))
+        # Only what this process used: programs of patterns a new version no longer has go.
+        data = marshal.dumps((_KEY, {k: v for k, v in _programs.items() if k in _used}))
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, _PATH)

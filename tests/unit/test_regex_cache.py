@@ -43,6 +43,7 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(regex_cache, "_PATH", str(path))
     monkeypatch.setattr(regex_cache, "_programs", None)
     monkeypatch.setattr(regex_cache, "_added", False)
+    monkeypatch.setattr(regex_cache, "_used", set())
     return path
 
 
@@ -50,6 +51,20 @@ def reload_from_file(monkeypatch) -> None:
     """As a new process would: the programs read from the file again."""
     monkeypatch.setattr(regex_cache, "_programs", None)
     monkeypatch.setattr(regex_cache, "_added", False)
+    monkeypatch.setattr(regex_cache, "_used", set())
+
+
+def test_a_write_keeps_only_the_programs_the_run_used(fresh_cache, monkeypatch):
+    """A pattern the package no longer has (an upgrade) leaves the file at the next write."""
+    import marshal
+
+    regex_cache.compile("old+pattern")
+    regex_cache.save()
+    reload_from_file(monkeypatch)
+    regex_cache.compile("new+pattern")
+    regex_cache.save()
+    _, programs = marshal.loads(fresh_cache.read_bytes())
+    assert set(programs) == {("new+pattern", 0)}
 
 
 def test_the_package_compiles_dozens_of_patterns_through_the_cache():
