@@ -174,7 +174,10 @@ def in_forked_process(fn, *args):
             _detach(parent, write_fd)
             import pickle  # here: a run that forks no worker needs none of it
 
-            data = pickle.dumps(fn(*args))
+            # `result` stays referenced until the exit: freeing its objects one by one (7 ms
+            # for half of a 50k-line file's results) would only delay the write.
+            result = fn(*args)
+            data = pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write_fd, "wb") as out:
                 out.write(data)
             status = 0

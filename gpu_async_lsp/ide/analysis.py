@@ -424,17 +424,20 @@ class Analyzer:
         self.share_big_batches = True
 
     def analyze(self, text: str, version: int | None = None,
-                previous: DocumentAnalysis | None = None) -> DocumentAnalysis:
+                previous: DocumentAnalysis | None = None,
+                encoding: str | None = None) -> DocumentAnalysis:
         """The analysis of `text`. Given the analysis of an earlier text of the same document,
-        an edit inside one function's body re-analyses that unit only (no re-split)."""
+        an edit inside one function's body re-analyses that unit only (no re-split).
+        `encoding`: the one the findings will be placed in (`UnitResult.positions`); a big
+        batch's units get their positions where they are analysed, in either process."""
         with gc_paused():
-            result = self._analyze(text, version, previous)
+            result = self._analyze(text, version, previous, encoding)
             # Objects the cycle collector tracks that this analysis added (it did not run).
             self.last_allocations = gc.get_count()[0]
         return result
 
-    def _analyze(self, text: str, version: int | None,
-                 previous: DocumentAnalysis | None) -> DocumentAnalysis:
+    def _analyze(self, text: str, version: int | None, previous: DocumentAnalysis | None,
+                 encoding: str | None = None) -> DocumentAnalysis:
         if previous is not None and previous.text is not text and previous.options == self._options:
             quick = self._reuse(text, version, previous)
             if quick is not None:
@@ -458,9 +461,10 @@ class Analyzer:
             if isinstance(p.result, str):
                 missing.setdefault((p.result, p.dialect, p.device, p.outside), []).append(i)
         if missing:
-            results = self._analyze_units(list(missing))
-            for (key, where), result in zip(missing.items(), results):
-                self.cache.put((*key, self._options), result)
+            results = self._analyze_units(list(missing), encoding)
+            options = self._options
+            self.cache.put_many([((*key, options), result) for key, result in zip(missing, results)])
+            for where, result in zip(missing.values(), results):
                 for i in where:
                     p = placed[i]
                     placed[i] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
@@ -497,12 +501,12 @@ class Analyzer:
             errors |= cached.syntax_error
         return errors
 
-    def _analyze_units(self, units: list[tuple]) -> list[UnitResult]:
+    def _analyze_units(self, units: list[tuple], encoding: str | None = None) -> list[UnitResult]:
         """Results of leaf units (text, dialect, device, outside), in order. A big batch (a
         first open) is shared with a forked process, whose results come back without their
         IR."""
         options = (self.strict, self.semantics, self.thread_launch)
-        shared = shared_results(units, options) if self.share_big_batches else None
+        shared = shared_results(units, options, encoding) if self.share_big_batches else None
         if shared is None:
             return [analyze_unit(source, d, dev, *options, around)
                     for source, d, dev, around in units]
@@ -632,13 +636,15 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
                       tuple(analysis.functions))
 
 
-def shared_results(units: list[tuple], options: tuple) -> list[UnitResult] | None:
+def shared_results(units: list[tuple], options: tuple,
+                   encoding: str | None = None) -> list[UnitResult] | None:
     """The results of a big batch of leaf units, analysed by this process from the first
     unit on and by a forked one from the last unit back, until they meet (`parallel.TwoEnds`:
     on a shared, noisy machine neither waits for the other with half the batch fixed in
     advance); None when the batch is too small to be worth a process (or fork is not
     available). The other process's results have no IR (`UnitResult.ops` rebuilds it on
-    first use), so that little crosses the pipe."""
+    first use), so that little crosses the pipe. Given `encoding`, each process places the
+    findings of its units (`UnitResult.positions`): the first publication only formats."""
     if len(units) < 2 or not parallel.can_fork(threaded=True):
         return None
     total = 0
@@ -652,11 +658,12 @@ def shared_results(units: list[tuple], options: tuple) -> list[UnitResult] | Non
     ends = parallel.TwoEnds(len(units))
     try:
         try:
-            receive = parallel.in_forked_process(_light_results, units, options, ends)
+            receive = parallel.in_forked_process(_light_results, units, options, ends, encoding)
         except OSError:  # no process to be had (out of memory, process limit): this one
             return None
         try:
-            ours = [analyze_unit(*_arguments(units[i], options)) for i in ends.front()]
+            ours = [_placed(analyze_unit(*_arguments(units[i], options)), encoding)
+                    for i in ends.front()]
         except BaseException:
             receive.cancel()
             raise
@@ -675,12 +682,21 @@ def shared_results(units: list[tuple], options: tuple) -> list[UnitResult] | Non
             out.append(analyze_unit(*_arguments(units[i], options)))
             continue
         source, d, dev, around = units[i]
-        findings, functions, error = light[k]
-        result = UnitResult(source, findings, (), error, rebuild=(d, dev, *options, around))
-        result.functions = tuple(dataclasses.replace(fn, plan=_Deferred(result, j))
-                                 for j, fn in enumerate(functions))
+        findings, functions, error, positions = light[k]
+        result = UnitResult(source, findings, functions, error, rebuild=(d, dev, *options, around))
+        for j, fn in enumerate(functions):  # unpickled here, not yet shared: set in place
+            object.__setattr__(fn, "plan", _Deferred(result, j))
+        if positions is not None:
+            result._positions[encoding] = positions
         out.append(result)
     return out
+
+
+def _placed(result: UnitResult, encoding: str | None) -> UnitResult:
+    """`result` with the positions of its findings in `encoding` made (if given)."""
+    if encoding is not None and result.findings:
+        result.positions(encoding)
+    return result
 
 
 def _arguments(unit: tuple, options: tuple) -> tuple:
@@ -689,13 +705,15 @@ def _arguments(unit: tuple, options: tuple) -> tuple:
     return (source, dialect, device, *options, outside)
 
 
-def _light_results(units: list[tuple], options: tuple, ends) -> list:
-    """In the forked process: findings, functions and syntax errors of each unit it takes,
-    from the last one back (`TwoEnds.back`), no IR."""
+def _light_results(units: list[tuple], options: tuple, ends, encoding: str | None) -> list:
+    """In the forked process: findings, functions, syntax errors and the findings' positions
+    in `encoding` (None without one) of each unit it takes, from the last one back
+    (`TwoEnds.back`), no IR."""
     out = []
     for i in ends.back():
-        r = analyze_unit(*_arguments(units[i], options))
-        out.append((r.findings, r.functions, r.syntax_error))
+        r = _placed(analyze_unit(*_arguments(units[i], options)), encoding)
+        out.append((r.findings, r.functions, r.syntax_error,
+                    r._positions.get(encoding) if encoding is not None else None))
     return out
 
 

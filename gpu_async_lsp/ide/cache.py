@@ -83,10 +83,16 @@ class UnitCache:
             return result
 
     def put(self, key, result) -> None:
+        self.put_many([(key, result)])
+
+    def put_many(self, entries: list[tuple]) -> None:
+        """put() each (key, result), under one lock (a first open puts thousands)."""
         with self._lock:
-            self._live[key] = result
-            if key not in self._recent:
-                self._remember(key, result)
+            live, recent, remember = self._live, self._recent, self._remember
+            for key, result in entries:
+                live[key] = result
+                if key not in recent:
+                    remember(key, result)
 
     def _remember(self, key, result) -> None:
         cost = estimated_cost(key[0])

@@ -353,7 +353,7 @@ class GpuAsyncServer(LanguageServer):
         # first allocation after it would otherwise traverse the whole new IR (at 50k lines,
         # building the diagnostics took 480 ms instead of 30).
         with gc_paused():
-            result = analyzer.analyze(text, version, previous)
+            result = analyzer.analyze(text, version, previous, encoding)
             if previous is not None and previous_index is not None \
                     and previous_index.text is previous.text:
                 start, old_end, new_end = changed_span(previous.text, text)

@@ -159,6 +159,27 @@ def test_server_analysis_shared_with_a_process_equals_one_process():
                                    (False, "original", False)) is None
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8", "utf-32"])
+def test_server_analysis_places_findings_where_each_unit_is_analysed(encoding):
+    """Given the encoding, both processes of a shared first analysis place their units'
+    findings (non-ASCII text in the units, a blocker after some on its line): the same
+    positions as a unit computes on its own, and the findings' other fields unchanged."""
+    text = (generate(12000).replace("%c1 = arith.constant 1 : index",
+                                    "%c1 = arith.constant 1 : index // Hôst 𝄞")
+            .replace("%c256 = arith.constant 256 : index",
+                     '%c256 = arith.constant {n = "é𝄞"} 256 : index gpu.wait'))
+    shared = Analyzer().analyze(text, 1, encoding=encoding)
+    lazy = [u for u in shared.units if u.result._rebuild is not None]
+    assert lazy and len(lazy) < len(shared.units)  # both processes took units
+    single = Analyzer()
+    single.share_big_batches = False
+    alone = single.analyze(text, 1)
+    for u, v in zip(shared.units, alone.units, strict=True):
+        assert encoding in u.result._positions or not u.result.findings
+        assert u.result.positions(encoding) == v.result.positions(encoding)
+    assert _snapshot_small(shared) == _snapshot_small(alone)
+
+
 class _Dead:
     def __call__(self):
         raise RuntimeError("a worker process failed: killed")
