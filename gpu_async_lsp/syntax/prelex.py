@@ -155,6 +155,14 @@ class _Frame:
         self.label = label
         self.deps_seen = False
 
+    def begin_whole_line_op(self, op_name: str) -> None:
+        """begin(op_name) where _packable took a line: no `(`, `{` or block label is open."""
+        self.in_op = True
+        self.op_name = op_name
+        self.generic = False
+        self.mode = _BODY
+        self.deps_seen = False
+
 
 def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
     """Coarse tokens of one unit (items from `lexer.tokenize_lines`). Raises PrelexError for
@@ -191,20 +199,31 @@ class PreLexer:
         self.pending: list = []  # whole one-line ops not yet emitted, as (item, qualified name)
 
     def run(self) -> list[Token]:
-        raw = self.raw
+        raw, frames, pending = self.raw, self.frames, self.pending
         i = 0
-        while i < len(raw):
+        while i < len(raw):  # rules may splice a line into raw tokens: its length changes
             t = raw[i]
-            f = self.frames[-1]
+            f = frames[-1]
             if f.after_region:
                 self.op_ends_after_region(i, t, f)
-            line = t.kind == "line" or t.kind == "gpuline"
-            if line and self.whole_line_op(i, t, f):
-                i += 1
+            kind = t.kind
+            if kind == "line" or kind == "gpuline":
+                # whole_line_op, written out: most lines of host code take it.
+                qualified = _packable(raw, i, f)
+                if qualified is not None:
+                    if self.body_start >= 0:
+                        self.flush()
+                    pending.append((t, qualified))
+                    f.begin_whole_line_op(qualified)
+                    i += 1
+                    continue
+                if pending:
+                    self.flush_ops()
+                i = self.line(i, t, f)
                 continue
-            if self.pending:
+            if pending:
                 self.flush_ops()
-            i = self.line(i, t, f) if line else self.token(i, t, f)
+            i = self.token(i, t, f)
         return self.finish()
 
     # -- output ------------------------------------------------------------------------------
@@ -273,7 +292,7 @@ class PreLexer:
             return False
         self.flush()
         self.pending.append((t, qualified))
-        f.begin(qualified)
+        f.begin_whole_line_op(qualified)
         return True
 
     def unclosed_paren(self, i: int, f: _Frame) -> None:
