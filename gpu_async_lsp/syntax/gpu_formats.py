@@ -22,16 +22,18 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gpu_async_lsp import regex_cache
-from gpu_async_lsp.syntax.patterns import SSA_USE, SYMBOL_REF
+from gpu_async_lsp.syntax.patterns import SYMBOL_REF
 from gpu_async_lsp.syntax.patterns import angle_body as _angle
 
 _S = r"[ \t]*+"  # blanks inside a line (possessive: no backtracking over long blank runs)
 _NL = r"[ \t]*+(?:\r?\n[ \t]*+)?"  # blanks, at most one line break (multi-line launch_func)
-_V = SSA_USE
-_VS = rf"{_V}(?:{_S},{_S}{_V})*"
+# Possessive, as the module's loops are (patterns.py): what follows a value or a type can
+# never start with what they hold, so they give nothing back; sre keeps no state for them.
+_V = r"%[\w$.\-]++(?:#\d++)?+"  # SSA_USE
+_VS = rf"{_V}(?:{_S},{_S}{_V})*+"
 # A type: `f32`, `memref<?xf32, strided<[1]>>`, `!gpu.async.token`, `!llvm.ptr<1>`. Three
 # levels of `<>` cover GPU operand types; deeper ones take the token-by-token path.
-_TYPE = rf"!?[A-Za-z_][\w$.]*(?:{_angle(3)})?"
+_TYPE = rf"!?[A-Za-z_][\w$.]*+(?:{_angle(3)})?+"
 _DIMS = rf"\({_S}{_V}{_S},{_S}{_V}{_S},{_S}{_V}{_S}\)"
 _EOL = r"(?=[ \t]*(?://[^\n]*)?(?:\r?\n|\Z))"
 

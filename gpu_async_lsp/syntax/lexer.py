@@ -177,20 +177,20 @@ def _raw_token(text: str, m: re.Match, kind: str, line_start: bool) -> RawToken:
 # C speed; only its op name and result list are looked at. Any other line (strings, block
 # labels, `}`, attribute dictionaries, generic ops, the ops that are modeled exactly) is cut
 # into raw tokens.
-_BLANK_LINES = r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*"  # blank and comment-only lines
+_BLANK_LINES = r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*+"  # blank and comment-only lines
 
 
 def _line_re(results: str, gap: str) -> re.Pattern:
     return regex_cache.compile(
         _BLANK_LINES
-        + rf"(?:(?P<res>{results})[ \t]*=(?![=>]){gap})?"
+        + rf"(?:(?P<res>{results})[ \t]*+=(?![=>]){gap})?"
         r"(?P<name>[A-Za-z_][\w$.]*+)"  # possessive: `rest` would take what it gave back
         r"(?P<rest>[^{}\"\n/]*+)"
-        r"(?P<brace>\{)?[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)"
+        r"(?P<brace>\{)?[ \t]*+(?://[^\n]*+)?(?:\r?\n|\Z)"
     )
 
 
-LINE_RE = _line_re(RESULT_LIST, r"[ \t]*")
+LINE_RE = _line_re(RESULT_LIST, r"[ \t]*+")
 # MLIR ignores line breaks inside an op's head too: a result list broken after a `,` (`%lo,`
 # then `%hi = arith.mului_extended ...`), the op name on the line after `=`. Tried where
 # LINE_RE fails on a line that starts with a result; _RESULTS_RUN_RE first finds where the run
@@ -274,20 +274,21 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                 if m is None:
                     no_head_before = run.end()
         if m is not None:
-            name = m.group("name")
-            res = m.group("res")
-            starts_op = res is not None or "." in name or name in op_words
-            if starts_op:
+            # The spans of _line_re's groups in one call: res, name, rest, brace.
+            _, (res_start, res_end), (name_start, name_end), (rest_start, rest_end), \
+                (brace, _) = m.regs
+            name = text[name_start:name_end]
+            if res_start >= 0 or "." in name or name in op_words:  # it starts an op
                 fine = False
                 whole_op = gpu_formats.WHOLE_OP.get(name)
                 if whole_op is not None:
-                    g = _gpu_line(text, m, name, res, whole_op, end)
+                    g = _gpu_line(text, name_start, name_end, res_start, res_end, whole_op, end)
                     if g is not None:
                         append(g[0])
                         pos = g[1]
                         continue
                     fine = True
-            rest = m.group("rest")
+            rest = text[rest_start:rest_end]
             if not fine and ("." in rest or "return" in rest) and midline_op(rest):
                 fine = True  # a second op on the line: token by token (rare)
                 pos, scan = _fine_line(text, pos, end, out, scan)
@@ -295,14 +296,10 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                 continue
             if not fine:
                 stripped = rest.rstrip()
-                name_start = m.start("name")
-                name_end = m.end("name")
-                brace = m.start("brace")
-                res_start = m.start("res")
                 append(new(LineToken, (
-                    "line", res_start if res is not None else name_start,
-                    m.start("rest") + len(stripped) if stripped else name_end, name, True,
-                    name_start, name_end, res_start, m.end("res"),
+                    "line", res_start if res_start >= 0 else name_start,
+                    rest_start + len(stripped) if stripped else name_end, name, True,
+                    name_start, name_end, res_start, res_end,
                     brace < 0 and stripped.endswith(UNFINISHED_LINE_ENDS),
                     rest.count("(") + rest.count("[") - rest.count(")") - rest.count("]"),
                 )))
@@ -325,17 +322,17 @@ _CLOSE_LINE_RE = regex_cache.compile(
     r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*+\}(?=[ \t]*+(?://[^\n]*+)?(?:\r?\n|\Z))")
 
 
-def _gpu_line(text, m, name, res, whole_op, end):
-    """A GpuLineToken and the start of the next line if the op at `m` matches its assembly
-    format (gpu_formats.WHOLE_OP), else None."""
-    name_start, name_end = m.span("name")
+def _gpu_line(text, name_start, name_end, res_start, res_end, whole_op, end):
+    """A GpuLineToken and the start of the next line if the op named at text[name_start:
+    name_end] (results at [res_start, res_end), -1 without) matches its assembly format
+    (gpu_formats.WHOLE_OP), else None."""
     g = whole_op.match(text, name_end, end)
     if g is None:
         return None
     return tuple.__new__(GpuLineToken, (
-        "gpuline", m.start("res") if res is not None else name_start, g.end("ops"), name, True,
-        name_start, name_end, m.start("res"), m.end("res"), g.start("async"), g.start("open"),
-        g.end("close"), g.start("ops"), False, 0,
+        "gpuline", res_start if res_start >= 0 else name_start, g.end("ops"),
+        text[name_start:name_end], True, name_start, name_end, res_start, res_end,
+        g.start("async"), g.start("open"), g.end("close"), g.start("ops"), False, 0,
     )), g.end()
 
 

@@ -30,12 +30,12 @@ def angle_body(depth: int) -> str:
 SSA_NAME = r"%[\w$.\-]+"
 SSA_USE = SSA_NAME + r"(?:#\d+)?"
 # A result of an op's result list, `%v` or `%v:2`; RESULT_RE reads (name, count).
-RESULT = SSA_NAME + r"(?:[ \t]*:[ \t]*\d+)?"
-RESULT_LIST = rf"{RESULT}(?:[ \t]*,[ \t]*{RESULT})*"
+RESULT = r"%[\w$.\-]++(?:[ \t]*+:[ \t]*+\d++)?+"  # SSA_NAME, possessive
+RESULT_LIST = rf"{RESULT}(?:[ \t]*+,[ \t]*+{RESULT})*+"
 # Blanks that may hold line breaks (no comments: a result list is read back from its text).
 LINE_GAP = r"[ \t]*+(?:\r?\n[ \t]*+)*+"
 # A result list as MLIR reads it, whitespace-insensitive: broken after a `,` over lines.
-RESULT_LIST_LINES = rf"{RESULT}(?:[ \t]*,{LINE_GAP}{RESULT})*"
+RESULT_LIST_LINES = rf"{RESULT}(?:[ \t]*+,{LINE_GAP}{RESULT})*+"
 RESULT_RE = regex_cache.compile(r"(%[\w$.\-]+)(?:[ \t]*:[ \t]*(\d+))?")
 # `@f`, `@"quoted name"`; a nested reference `@outer::@inner`.
 SYMBOL_NAME = rf"@(?:[\w$.\-]+|{STRING})"

@@ -3,6 +3,8 @@ tokens and line tokens, checked against what MLIR's own lexer and parser do."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpu_async_lsp.syntax.braces import OP_WORDS
@@ -448,3 +450,29 @@ def test_split_chunks_equals_the_marker_line_pattern_on_random_texts():
     for _ in range(20000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         assert split_chunks(text) == reference(text), repr(text)
+
+
+# The line pattern as it was written before its quantifiers were made possessive: possessive
+# quantifiers must match what these greedy ones match, on any line (patterns.py's rule).
+_GREEDY_RESULT = r"%[\w$.\-]+(?:[ \t]*:[ \t]*\d+)?"
+_GREEDY_LINE = re.compile(
+    r"(?:[ \t]*+(?://[^\n]*+)?\r?\n)*+[ \t]*"
+    rf"(?:(?P<res>{_GREEDY_RESULT}(?:[ \t]*,[ \t]*{_GREEDY_RESULT})*)[ \t]*=(?![=>])[ \t]*)?"
+    r"(?P<name>[A-Za-z_][\w$.]*+)(?P<rest>[^{}\"\n/]*+)"
+    r"(?P<brace>\{)?[ \t]*(?://[^\n]*)?(?:\r?\n|\Z)")
+
+
+@pytest.mark.parametrize("line", [
+    "%a = arith.constant 0 : index\n", "%a:2 = test.op\n", "%a : 2 = test.op\n",
+    "%a, %b:3, %c = test.op %x\n", "%a,%b=test.op\n", "%a, = test.op\n", "%a == b\n",
+    "%a => b\n", "%a-b.c$d = x.y {\n", "%a:2x = t.op\n", "%a:\n", "%a, %b\n",
+    "  // c\n\n  %r = t.op // comment\n", "%a = \tt.op  \t\r\n", "return %x : i32", "%a =\n",
+    "%0 = \"t.op\"() : () -> ()\n", "x.y %a, %b : (i32) -> i32 {\n", "%a = t.op /\n",
+])
+def test_line_pattern_matches_what_its_greedy_form_matches(line):
+    from gpu_async_lsp.syntax.lexer import LINE_RE
+
+    got, want = LINE_RE.match(line), _GREEDY_LINE.match(line)
+    assert (got and got.regs) == (want and want.regs)
+    # tokenize_lines reads the spans of these groups, in this order, from Match.regs.
+    assert list(LINE_RE.groupindex) == ["res", "name", "rest", "brace"]
