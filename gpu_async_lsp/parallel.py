@@ -158,6 +158,18 @@ def can_fork(threaded: bool = False) -> bool:
     return hasattr(os, "fork")  # not multiprocessing's start methods: its import is 9 ms
 
 
+_HELD: list = []  # in a forked child: objects its exit frees, not reference counting
+
+
+def hold_until_exit(*objects) -> None:
+    """In a process forked by in_forked_process: keep `objects` referenced until it exits
+    (which frees nothing one by one); elsewhere nothing. A function run there that drops
+    a big structure before returning (a pickler's memo of half a 50k-line file's results:
+    7-10 ms) would make the other process wait that long for its result."""
+    if _HELD:
+        _HELD.extend(objects)
+
+
 def in_forked_process(fn, *args):
     """Run `fn(*args)` in a forked process; returns a function that waits for its (pickled)
     result and returns it, or raises RuntimeError if the process failed (and has `cancel()`).
@@ -172,6 +184,7 @@ def in_forked_process(fn, *args):
         status = 1
         try:
             _detach(parent, write_fd)
+            _HELD.append(fn)  # hold_until_exit holds in this process
             import pickle  # here: a run that forks no worker needs none of it
 
             # `result` stays referenced until the exit: freeing its objects one by one (7 ms
@@ -203,11 +216,27 @@ def _detach(parent: int, keep: int) -> None:
         os._exit(1)
 
 
+_PRCTL: list = []  # prctl, once looked up (None where there is none)
+
+
+def prepare_forks() -> None:
+    """Look up what a forked child sets itself up with, in a process that forks many times
+    and can spare the time before (the language server): ctypes' import took 2 of the 3 ms
+    from a fork to the child's first work. `check` forks once: its child looks it up."""
+    _prctl()
+
+
 def _prctl():
+    if not _PRCTL:
+        _PRCTL.append(_find_prctl())
+    return _PRCTL[0]
+
+
+def _find_prctl():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes  # in the child only: 3 ms of every start of the command
+        import ctypes  # in the child only, for `check`: 3 ms of every start of the command
 
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):

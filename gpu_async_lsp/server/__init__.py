@@ -52,14 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     root.handlers[:] = [handler]
     root.setLevel(args.log_level)
 
-    from gpu_async_lsp import regex_cache
+    from gpu_async_lsp import parallel, regex_cache
     from gpu_async_lsp.server.server import build_server
     from gpu_async_lsp.syntax.parser import build_parser_once
 
     server = build_server()
     # Lark and its parser, before the first document: a first open (and the process it forks
-    # to share a big one) then finds them made.
+    # to share a big one) then finds them made; so does the forked process's set-up.
     build_parser_once()
+    parallel.prepare_forks()
     regex_cache.save()  # the patterns compiled so far, for the next start
     if args.tcp:
         server.start_tcp(args.host, args.port)

@@ -466,7 +466,7 @@ def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
             pass
 
         def __call__(self):
-            return []
+            return b""  # an empty stream of results
 
         def cancel(self):
             pass
