@@ -522,11 +522,12 @@ def _continues(text: str, unit_start: int, line_break: int) -> bool:
     # make every one-line unit cost the whole text before it).
     nl = text.rfind("\n", unit_start, line_break)
     line_begin = nl + 1 if nl >= 0 else unit_start
-    line = text[line_begin:line_break]
+    line = text[line_begin:line_break].strip()
+    if line.startswith("//"):  # a comment line (the commonest line before a function)
+        return False
     cut = _comment_start(line)
     if cut is not None:
-        line = line[:cut]
-    line = line.rstrip()
+        line = line[:cut].rstrip()
     return line.endswith(UNFINISHED_LINE_ENDS)
 
 
