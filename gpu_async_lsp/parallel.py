@@ -268,6 +268,31 @@ class Claims:
         self._map.close()
 
 
+class KeyClaims:
+    """Keys (hashed alike in this process and those forked after this is made) claimed by one
+    of several processes, so that work found by both under the same key is done by one: a
+    byte per slot of a table in shared memory, set to the claiming process's number. Keys
+    that share a slot, and two processes reading one at the same moment, make a claim wrong
+    either way: both do the work, or neither does (the caller then does it when it joins
+    the results): only the work is ever lost, never a result."""
+
+    def __init__(self, slots: int):
+        self.slots = max(1, slots)
+        self._map = mmap.mmap(-1, self.slots)  # anonymous and shared: the fork shares it
+
+    def claim(self, key, me: int) -> bool:
+        """Should process `me` (1-255) do `key`'s work: no process had claimed it, or `me` did?"""
+        i = hash(key) % self.slots
+        owner = self._map[i]
+        if owner == 0:
+            self._map[i] = me
+            return True
+        return owner == me
+
+    def close(self) -> None:
+        self._map.close()
+
+
 class TwoEnds:
     """Items 0..n-1 shared by two processes (one forked from the other after this is made)
     that take them from both ends until they meet: `front()` yields 0, 1, ... in one,

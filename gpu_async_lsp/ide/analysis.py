@@ -41,7 +41,8 @@ from gpu_async_lsp.syntax.parser import (
     gc_paused,
     parse_container_header,
     parse_unit_tokens,
-    split_document,
+    split_chunks,
+    split_units,
 )
 from gpu_async_lsp.text import positions_of
 
@@ -445,15 +446,23 @@ class Analyzer:
         headers: list[Finding] = []
         placed: list[PlacedUnit] = []
         containers: list[Container] = []
-        chunks = []
         errors = False
         # Any suppression comment at all: what those outside each unit hide there.
         marked = suppression.Outside(text) if suppression.MARKER in text else None
+        chunks = split_chunks(text)
+        shared = (self._chunks_shared(text, chunks, marked, encoding)
+                  if self.share_big_batches and _chunks_worth_sharing(text, chunks) else None)
+        if shared is not None:
+            headers, placed, containers, errors = shared
+            if marked:
+                headers.extend(_problems_outside_units(text, placed))
+            return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
+                                    containers, chunks, semantics=self.semantics,
+                                    options=self._options)
         parsed_headers: dict = {}  # container headers of this text, parsed once each
-        for start, end, units in split_document(text):
-            chunks.append((start, end))
-            errors |= self._units(text, units, TOP_LEVEL_DIALECT, False, headers, placed,
-                                  containers, marked, parsed_headers)
+        for start, end in chunks:
+            errors |= self._units(text, split_units(text, start, end), TOP_LEVEL_DIALECT,
+                                  False, headers, placed, containers, marked, parsed_headers)
         # The leaf units whose results were not cached: analysed now, all at once, each
         # distinct one once (a text may hold the same unit many times).
         missing: dict[tuple, list[int]] = {}
@@ -511,6 +520,154 @@ class Analyzer:
             return [analyze_unit(source, d, dev, *options, around)
                     for source, d, dev, around in units]
         return shared
+
+    def _chunk(self, text: str, span: tuple[int, int], marked, parsed: dict, done: dict,
+               encoding: str | None, claims: parallel.KeyClaims, me: int) -> tuple:
+        """One `// -----` chunk split and analysed: its header findings, placed units,
+        containers and whether its headers have syntax errors. A unit is analysed here if
+        this process (`me`) claims its key first; else its result is its key's text for now
+        (the other process analyses it). `done`: the results made here so far, by key (a
+        text may hold the same unit many times)."""
+        headers: list[Finding] = []
+        placed: list[PlacedUnit] = []
+        containers: list[Container] = []
+        errors = self._units(text, split_units(text, *span), TOP_LEVEL_DIALECT, False,
+                             headers, placed, containers, marked, parsed)
+        for i, p in enumerate(placed):
+            if isinstance(p.result, str):
+                key = (p.result, p.dialect, p.device, p.outside)
+                result = done.get(key)
+                if result is None and claims.claim(key, me):
+                    result = done[key] = _placed(
+                        analyze_unit(*_arguments(key, self._options)), encoding)
+                if result is not None:
+                    placed[i] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
+        return headers, placed, containers, errors
+
+    def _chunks_shared(self, text: str, chunks: list[tuple[int, int]], marked,
+                       encoding: str | None) -> tuple | None:
+        """The analysis of a big text of many chunks, shared with a forked process: this
+        one splits and analyses chunks from the first on, the other from the last back,
+        until they meet (`parallel.TwoEnds`), so that the split is shared too (a fifth of a
+        first open of 50k lines of real IR, when one process made it). A unit found by both
+        is analysed by the one that claims its key first (`parallel.KeyClaims`: a text
+        often holds the same unit many times). The other process's units come back without
+        IR, as in shared_results. None if no process can be had."""
+        build_parser_once()  # before the fork, so that the child does not build it again
+        ends = parallel.TwoEnds(len(chunks))
+        claims = parallel.KeyClaims(len(text) // 8)  # a unit per ~700 characters: 1% clash
+        parsed: dict = {}
+        done: dict = {}
+        try:
+            try:
+                receive = parallel.in_forked_process(
+                    self._light_chunks, text, chunks, marked, encoding, ends, claims)
+            except OSError:  # no process to be had: the caller analyses it all here
+                return None
+            try:
+                ours = [self._chunk(text, chunks[i], marked, parsed, done, encoding, claims, 1)
+                        for i in ends.front()]
+            except BaseException:
+                receive.cancel()
+                raise
+            try:
+                theirs = _unpickled(receive())
+            except RuntimeError:  # the process died (out of memory, killed): do the rest here
+                theirs = []
+        finally:
+            ends.close()
+            claims.close()
+        # The other process's results, by key and by light form.
+        options = self._options
+        built: dict[int, UnitResult] = {}  # id of a light form -> its UnitResult
+        by_key: dict[tuple, UnitResult] = {}
+        for _, units, _, _ in theirs:
+            for base, size, dialect, device, outside, light in units:
+                if light is not None and id(light) not in built:
+                    source = text[base:base + size]
+                    result = built[id(light)] = _from_light(source, light, dialect, device,
+                                                            options, outside, encoding)
+                    by_key.setdefault((source, dialect, device, outside), result)
+
+        def result_of(key: tuple) -> UnitResult:
+            """A unit claimed by the other process (or by neither: a clash of claims)."""
+            result = by_key.get(key) or done.get(key)
+            if result is None:
+                result = done[key] = _placed(analyze_unit(*_arguments(key, options)), encoding)
+            return result
+
+        # theirs[k] is chunk len(chunks) - 1 - k; where both took a chunk, ours is kept.
+        headers: list[Finding] = []
+        placed: list[PlacedUnit] = []
+        containers: list[Container] = []
+        errors = False
+        for i in range(len(chunks)):
+            k = len(chunks) - 1 - i
+            if i < len(ours):
+                h, units, c, e = ours[i]
+                for p in units:
+                    if isinstance(p.result, str):
+                        p = PlacedUnit(p.base, result_of((p.result, p.dialect, p.device,
+                                                          p.outside)),
+                                       p.dialect, p.device, p.outside)
+                    placed.append(p)
+            elif k < len(theirs):
+                h, units, c, e = theirs[k]
+                for base, size, dialect, device, outside, light in units:
+                    result = (built[id(light)] if light is not None else
+                              result_of((text[base:base + size], dialect, device, outside)))
+                    placed.append(PlacedUnit(base, result, dialect, device, outside))
+            else:  # not taken by the other process (it died)
+                h, units, c, e = self._chunk(text, chunks[i], marked, parsed, done, encoding,
+                                             claims, 1)
+                placed.extend(p if not isinstance(p.result, str) else
+                              PlacedUnit(p.base, result_of((p.result, p.dialect, p.device,
+                                                            p.outside)),
+                                         p.dialect, p.device, p.outside) for p in units)
+            headers.extend(h)
+            containers.extend(c)
+            errors |= e
+        errors = errors or any(p.result.syntax_error for p in placed)
+        self.cache.put_many([((*key, options), result) for key, result in done.items()])
+        self.cache.put_many([((*key, options), result) for key, result in by_key.items()])
+        return headers, placed, containers, errors
+
+    def _light_chunks(self, text: str, chunks: list[tuple[int, int]], marked,
+                      encoding: str | None, ends, claims: parallel.KeyClaims) -> bytes:
+        """In the forked process: the chunks it takes from the last one back, each pickled
+        as it is made (one stream, as _light_results): header findings, containers, syntax
+        errors of the headers and each unit as (offset, length, dialect, device, outside,
+        light result): (findings, functions, syntax error, positions), once per distinct
+        unit (the pickler's memo sends a repeated one as a reference), None for a unit the
+        other process claimed."""
+        import io
+        import pickle
+
+        # What another thread of the server held at the fork stays held here: the cache
+        # (consistent: the fork was made under the GIL) is read under a lock of its own.
+        self.cache.after_fork()
+        stream = io.BytesIO()
+        pickler = pickle.Pickler(stream, pickle.HIGHEST_PROTOCOL)
+        parallel.hold_until_exit(pickler)  # which holds every result
+        parsed: dict = {}
+        done: dict = {}
+        light: dict[int, tuple] = {}  # id of a result -> its light form, made once
+        for i in ends.back():
+            headers, placed, containers, errors = self._chunk(
+                text, chunks[i], marked, parsed, done, encoding, claims, 2)
+            units = []
+            for p in placed:
+                r = p.result
+                if isinstance(r, str):  # claimed by the other process
+                    units.append((p.base, len(r), p.dialect, p.device, p.outside, None))
+                    continue
+                form = light.get(id(r))
+                if form is None:
+                    form = light[id(r)] = (r.findings, r.functions, r.syntax_error,
+                                           r._positions.get(encoding) if encoding else None)
+                units.append((p.base, len(r.source), p.dialect, p.device, p.outside, form))
+            pickler.dump((headers, units, containers, errors))
+        return stream.getvalue()
 
     def _reuse(self, text: str, version, previous: DocumentAnalysis) -> DocumentAnalysis | None:
         """The analysis after an edit that stays inside the body of one leaf unit and cannot
@@ -682,14 +839,31 @@ def shared_results(units: list[tuple], options: tuple,
             out.append(analyze_unit(*_arguments(units[i], options)))
             continue
         source, d, dev, around = units[i]
-        findings, functions, error, positions = light[k]
-        result = UnitResult(source, findings, functions, error, rebuild=(d, dev, *options, around))
-        for j, fn in enumerate(functions):  # unpickled here, not yet shared: set in place
-            object.__setattr__(fn, "plan", _Deferred(result, j))
-        if positions is not None:
-            result._positions[encoding] = positions
-        out.append(result)
+        out.append(_from_light(source, light[k], d, dev, options, around, encoding))
     return out
+
+
+def _chunks_worth_sharing(text: str, chunks: list[tuple[int, int]]) -> bool:
+    """Is `text` big enough for a second process, in chunks small enough to share evenly
+    (none over a sixteenth of it: else its units are shared, shared_results)?"""
+    if len(text) < parallel.MIN_PARALLEL_CHARS or len(chunks) < 16:
+        return False
+    most = len(text) // 16
+    return all(e - s <= most for s, e in chunks) and parallel.can_fork(threaded=True)
+
+
+def _from_light(source: str, light: tuple, dialect: str | None, device: bool, options: tuple,
+                outside: tuple, encoding: str | None) -> UnitResult:
+    """The UnitResult of a unit analysed in another process, from its light form (findings,
+    functions, syntax error, positions in `encoding`): its IR is rebuilt on first use."""
+    findings, functions, error, positions = light
+    result = UnitResult(source, findings, functions, error,
+                        rebuild=(dialect, device, *options, outside))
+    for j, fn in enumerate(functions):  # unpickled here, not yet shared: set in place
+        object.__setattr__(fn, "plan", _Deferred(result, j))
+    if positions is not None:
+        result._positions[encoding] = positions
+    return result
 
 
 def _placed(result: UnitResult, encoding: str | None) -> UnitResult:

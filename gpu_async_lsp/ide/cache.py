@@ -103,6 +103,11 @@ class UnitCache:
             self._recent_bytes -= old_cost
             self.evictions += 1
 
+    def after_fork(self) -> None:
+        """In a process forked from one whose other threads may have held the lock at the
+        fork (they do not run here): a lock of this process's own."""
+        self._lock = threading.Lock()
+
     def clear_recent(self) -> None:
         """Let go of everything no analysis holds (the live entries stay)."""
         with self._lock:

@@ -613,3 +613,132 @@ def test_a_mid_size_first_analysis_leaves_the_collector_nothing_to_traverse():
         assert '"diagnostics":[' in publication and result.units
     finally:
         gc.unfreeze()
+
+
+def _split_input_text(chunks: int = 400) -> str:
+    """A big text of many `// -----` chunks, as a -split-input-file test is: host functions
+    that repeat from chunk to chunk, device code, a unit with a syntax error, a module whose
+    header has one, suppression comments outside units, a generic op (Lark's), non-ASCII."""
+    host = ("module {{\n  // 𝄞 step {i}\n  func.func @f{n}(%h: memref<?xf32>, %n: index) {{\n"
+            "    %d = gpu.alloc (%n) : memref<?xf32>\n"
+            "    gpu.memcpy %d, %h : memref<?xf32>, memref<?xf32>\n"
+            "    gpu.dealloc %d : memref<?xf32>\n    return\n  }}\n}}\n")
+    shapes = [
+        host,
+        "// gpu-async-lsp: ignore[sync-gpu-ops]\n" + host,
+        "gpu.module @k{n} {{\n  gpu.func @g(%a: f32) kernel {{\n    gpu.return\n  }}\n}}\n",
+        "func.func @bad{n}() {{\n  %x = arith.addi (\n}}\n",
+        "gpu.module @m{n} ) {{\n  gpu.func @g() kernel {{\n    gpu.return\n  }}\n}}\n",
+        '"test.op"() ({{\n  "test.inner"() : () -> ()\n}}) {{n = {n} : i32}} : () -> ()\n',
+        "func.func @w{n}(%n: index) {{\n  gpu.wait // gpu-async-lsp: ignore\n  gpu.wait\n"
+        "  %d = gpu.alloc (%n) : memref<?xf32>\n  return\n}}\n",
+    ]
+    out = []
+    for i in range(chunks):
+        body = shapes[i % len(shapes)].format(i=i, n=i % 23)
+        out.append(body * 6)  # a few units a chunk
+    return "// -----\n".join(out)
+
+
+def _chunk_snapshot(a, encoding: str = "utf-16"):
+    from gpu_async_lsp.ide import features
+
+    hints = [(u.base + h.offset, h.label) for u, h in features.inlay_hints(a, 0, len(a.text))]
+    return ([(f.code, f.start, f.end, f.message, f.related, f.severity) for f in a.findings],
+            [(fn.name, fn.start, fn.end, fn.anchor, fn.rewritable, fn.edits, fn.variants)
+             for fn in a.functions],
+            a.has_syntax_errors, a.header_findings, a.containers, a.chunks, hints,
+            [(u.base, u.dialect, u.device, u.outside, u.result.source,
+              u.result.positions(encoding)) for u in a.units])
+
+
+def test_many_chunks_are_split_and_analysed_by_two_processes_as_by_one():
+    """A big text of many chunks is shared chunk by chunk (the split too), a unit found in
+    both processes' chunks analysed by one of them: every answer is the one process's."""
+    from gpu_async_lsp import parallel
+    from gpu_async_lsp.ide import analysis
+
+    text = _split_input_text(900)
+    chunks = analysis.split_chunks(text)
+    assert len(text) > parallel.MIN_PARALLEL_CHARS and analysis._chunks_worth_sharing(text, chunks)
+    shared = Analyzer().analyze(text, 1, encoding="utf-16")
+    lazy = [u for u in shared.units if u.result._rebuild is not None]
+    assert lazy and len(lazy) < len(shared.units)  # both processes took chunks
+    # A unit's text repeated in the other process's chunks came from that process once.
+    assert len({id(u.result) for u in lazy}) < len(lazy)
+    single = Analyzer()
+    single.share_big_batches = False
+    alone = single.analyze(text, 1, encoding="utf-16")
+    assert _chunk_snapshot(shared) == _chunk_snapshot(alone)
+    assert shared.has_syntax_errors and shared.header_findings
+    codes = {f.code for f in shared.findings}
+    assert {"sync-gpu-ops", "pre-existing-wait", "syntax"} <= codes
+
+
+def test_many_chunks_whatever_the_claims_clash(monkeypatch):
+    """Keys that share a claim slot: a unit both or neither process analysed (the joining
+    one then does it): the same answers."""
+    from gpu_async_lsp import parallel
+    from gpu_async_lsp.ide import analysis
+
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 100_000)
+    text = _split_input_text(200)
+    assert analysis._chunks_worth_sharing(text, analysis.split_chunks(text))
+
+    class Clashing(parallel.KeyClaims):
+        def __init__(self, slots):
+            super().__init__(3)
+
+    single = Analyzer()
+    single.share_big_batches = False
+    alone = _chunk_snapshot(single.analyze(text, 1))
+    real = parallel.KeyClaims
+    try:
+        parallel.KeyClaims = Clashing
+        assert _chunk_snapshot(Analyzer().analyze(text, 1)) == alone
+    finally:
+        parallel.KeyClaims = real
+
+
+@pytest.mark.parametrize("fork", [_dies, _no_fork], ids=["process dies", "no process"])
+def test_many_chunks_fall_back_when_the_process_fails(monkeypatch, fork):
+    from gpu_async_lsp import parallel
+    from gpu_async_lsp.ide import analysis
+
+    monkeypatch.setattr(parallel, "in_forked_process", fork)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 100_000)
+    text = _split_input_text(200)
+    assert analysis._chunks_worth_sharing(text, analysis.split_chunks(text))
+    single = Analyzer()
+    single.share_big_batches = False
+    a = Analyzer().analyze(text, 1)
+    assert _chunk_snapshot(a) == _chunk_snapshot(single.analyze(text, 1))
+    assert not any(u.result._rebuild for u in a.units)
+
+
+def test_key_claims_give_each_key_to_the_first_claimer():
+    from gpu_async_lsp import parallel
+
+    claims = parallel.KeyClaims(1 << 12)
+    try:
+        assert claims.claim(("a", None), 1) and claims.claim(("a", None), 1)
+        assert not claims.claim(("a", None), 2)
+        assert claims.claim(("b", None), 2) and not claims.claim(("b", None), 1)
+    finally:
+        claims.close()
+
+
+def test_many_chunks_of_every_shape_shared_as_by_one(monkeypatch):
+    """Chunks of no leaf unit (an empty module, a bare `}`), modules whose header has an
+    error, device code: the chunk-shared analysis equals the one-process one."""
+    from gpu_async_lsp import parallel
+    from gpu_async_lsp.ide import analysis
+
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 100_000)
+    text = _chunked_text()
+    assert analysis._chunks_worth_sharing(text, analysis.split_chunks(text))
+    shared = Analyzer().analyze(text, 1, encoding="utf-8")
+    assert any(u.result._rebuild is not None for u in shared.units)
+    single = Analyzer()
+    single.share_big_batches = False
+    assert _chunk_snapshot(shared, "utf-8") == _chunk_snapshot(single.analyze(text, 1), "utf-8")
