@@ -32,6 +32,7 @@ from dataclasses import dataclass
 BYTES_PER_CHAR = 40
 ENTRY_OVERHEAD = 2048
 DEFAULT_BUDGET = 64 << 20
+SWEEP_FLOOR = 4096  # live references kept before the first sweep of dead ones
 
 
 def estimated_cost(source: str) -> int:
@@ -58,7 +59,12 @@ class UnitCache:
 
     def __init__(self, budget: int = DEFAULT_BUDGET):
         self.budget = budget
-        self._live: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        # key -> weakref.ref of the result: a plain dict of plain references (a first open
+        # puts thousands; WeakValueDictionary made a Python-level KeyedRef for each, 1 us).
+        # Dead ones are swept when it has doubled since the last sweep: it stays within
+        # twice what is alive (and SWEEP_FLOOR).
+        self._live: dict = {}
+        self._sweep_at = SWEEP_FLOOR
         self._recent: OrderedDict = OrderedDict()  # key -> (result, cost)
         self._recent_bytes = 0
         self._lock = threading.Lock()
@@ -69,7 +75,8 @@ class UnitCache:
             if not self._recent and not self._live:  # nothing kept (a first open)
                 self.misses += 1
                 return None
-            result = self._live.get(key)
+            ref = self._live.get(key)
+            result = ref() if ref is not None else None
             entry = self._recent.get(key)
             if entry is not None:
                 self._recent.move_to_end(key)
@@ -88,11 +95,18 @@ class UnitCache:
     def put_many(self, entries: list[tuple]) -> None:
         """put() each (key, result), under one lock (a first open puts thousands)."""
         with self._lock:
-            live, recent, remember = self._live, self._recent, self._remember
+            live, recent, remember, ref = self._live, self._recent, self._remember, weakref.ref
             for key, result in entries:
-                live[key] = result
+                live[key] = ref(result)
                 if key not in recent:
                     remember(key, result)
+            if len(live) > self._sweep_at:
+                self._sweep()
+
+    def _sweep(self) -> None:
+        """Drop the references of results no longer alive."""
+        self._live = {k: r for k, r in self._live.items() if r() is not None}
+        self._sweep_at = max(SWEEP_FLOOR, 2 * len(self._live))
 
     def _remember(self, key, result) -> None:
         cost = estimated_cost(key[0])
@@ -116,5 +130,6 @@ class UnitCache:
 
     def statistics(self) -> CacheStatistics:
         with self._lock:
+            self._sweep()
             return CacheStatistics(len(self._live), len(self._recent), self._recent_bytes,
                                    self.budget, self.hits, self.misses, self.evictions)

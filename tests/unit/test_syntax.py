@@ -153,3 +153,21 @@ def test_leaf_shares_skip_chunks_whole_and_parse_each_chunk_once():
             doc = parse_document(text, LeafShare(lo, hi, counts), layout)
             seen.extend(c.start for c in doc.chunks)
         assert sorted(seen) == [s for s, _, _ in layout], cut
+
+
+def test_op_init_gives_every_field_its_declared_default():
+    """Op's __init__ is written out (speed): a field added to the class must be set there,
+    to its declared default, and lists must not be shared between ops."""
+    import dataclasses
+
+    from gpu_async_lsp.syntax.ir import Op
+
+    a, b = Op("t.op", 1, 2, 0, 9), Op("t.op", 1, 2, 0)
+    assert (a.name, a.name_start, a.name_end, a.start, a.end, b.end) == ("t.op", 1, 2, 0, 9, 0)
+    for f in dataclasses.fields(Op):
+        if f.name in ("name", "name_start", "name_end", "start", "end"):
+            continue
+        want = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        assert getattr(a, f.name) == want, f.name
+        if isinstance(want, list):
+            assert getattr(a, f.name) is not getattr(b, f.name), f.name

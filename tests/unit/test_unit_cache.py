@@ -107,3 +107,19 @@ def test_unit_cache_shared_by_analyzers_of_other_settings_keeps_them_apart():
     assert all(x.result is not y.result for x, y in zip(lenient.units, strict.units))
     again = Analyzer(cache=cache).analyze(text, 2)
     assert all(x.result is y.result for x, y in zip(lenient.units, again.units))
+
+
+def test_unit_cache_references_of_dead_results_do_not_pile_up():
+    """A long session puts result after result that no analysis holds for long: the weak
+    references the cache keeps of them stay within twice what is alive (and a floor)."""
+    from gpu_async_lsp.ide.cache import SWEEP_FLOOR
+
+    cache = UnitCache(budget=0)  # nothing recent: only what is held lives
+    held = [Result() for _ in range(100)]
+    for i, r in enumerate(held):
+        cache.put(key(f"held {i}"), r)
+    for i in range(20 * SWEEP_FLOOR):
+        cache.put(key(f"gone {i}"), Result())  # freed at once
+        assert len(cache._live) <= max(SWEEP_FLOOR, 2 * len(held)) + 1
+    assert cache.statistics().live == len(held)
+    assert all(cache.get(key(f"held {i}")) is r for i, r in enumerate(held))
