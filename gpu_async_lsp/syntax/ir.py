@@ -32,14 +32,21 @@ class SymbolRef:
     end: int
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class GpuSyntax:
-    """The parts of a GPU op's custom form (`custom<AsyncDependencies>` and what follows it)."""
+    """The parts of a GPU op's custom form (`custom<AsyncDependencies>` and what follows it).
+    Made empty and filled in (one per GPU op: __init__ written out, as Op's)."""
 
     async_kw: tuple[int, int] | None = None  # span of the `async` keyword
     deps_open: int | None = None  # offset of `[` of the dependency list
     deps_close: int | None = None  # offset just after `]`
     deps: list[ValueRef] = field(default_factory=list)
+
+    def __init__(self):
+        self.async_kw = None
+        self.deps_open = None
+        self.deps_close = None
+        self.deps = []
 
 
 @dataclass(slots=True, eq=False, init=False)

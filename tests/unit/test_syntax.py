@@ -155,19 +155,22 @@ def test_leaf_shares_skip_chunks_whole_and_parse_each_chunk_once():
         assert sorted(seen) == [s for s, _, _ in layout], cut
 
 
-def test_op_init_gives_every_field_its_declared_default():
-    """Op's __init__ is written out (speed): a field added to the class must be set there,
-    to its declared default, and lists must not be shared between ops."""
+def test_written_out_inits_give_every_field_its_declared_default():
+    """Op's and GpuSyntax's __init__ are written out (speed): a field added to the class must
+    be set there, to its declared default, and lists must not be shared between objects."""
     import dataclasses
 
-    from gpu_async_lsp.syntax.ir import Op
+    from gpu_async_lsp.syntax.ir import GpuSyntax, Op
 
     a, b = Op("t.op", 1, 2, 0, 9), Op("t.op", 1, 2, 0)
     assert (a.name, a.name_start, a.name_end, a.start, a.end, b.end) == ("t.op", 1, 2, 0, 9, 0)
-    for f in dataclasses.fields(Op):
-        if f.name in ("name", "name_start", "name_end", "start", "end"):
-            continue
-        want = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        assert getattr(a, f.name) == want, f.name
-        if isinstance(want, list):
-            assert getattr(a, f.name) is not getattr(b, f.name), f.name
+    for (x, y), given in (((a, b), ("name", "name_start", "name_end", "start", "end")),
+                          ((GpuSyntax(), GpuSyntax()), ())):
+        for f in dataclasses.fields(x):
+            if f.name in given:
+                continue
+            want = (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                    else f.default)
+            assert getattr(x, f.name) == want, f.name
+            if isinstance(want, list):
+                assert getattr(x, f.name) is not getattr(y, f.name), f.name
