@@ -424,3 +424,31 @@ async def test_big_first_open_is_shared_with_a_process_and_answers_like_check(st
     targets = found if isinstance(found, list) else [found]
     starts = [getattr(t, "target_selection_range", None) or t.range for t in targets]
     assert [s.start for s in starts] == [position(text, definition, session.encoding)]
+
+
+async def test_big_first_open_of_many_chunks_is_split_by_two_processes(start_server):
+    """A -split-input-file text of 400k characters or more is split and analysed chunk by
+    chunk by the server and a forked process (whose cache is read under a lock of its own:
+    the server's other threads may hold the server's at the fork). The diagnostics are
+    check's; hover works in the last chunk, whose units came back without IR."""
+    from gpu_async_lsp.async_region import analyze
+    from gpu_async_lsp.syntax import parse_document
+    from gpu_async_lsp.text import LineIndex
+
+    session = await start_server("vscode")
+    uri = "file:///e2e/long/split_input.mlir"
+    # Chunks that repeat every 7th (a unit found in both processes' chunks) and one of a
+    # kind at the end.
+    text = "\n// -----\n".join(many_functions(100, tag=f"c{i % 7}_") for i in range(400))
+    text += "\n// -----\n" + many_functions(100, tag="last_")
+    assert len(text) > 400_000
+    diagnostics = await session.open_and_wait(uri, text)
+    expected = analyze(parse_document(text)).findings
+    lines = LineIndex(text)
+    assert sorted((d.code, d.message, d.range.start.line) for d in diagnostics) == sorted(
+        (f.code, f.message, lines.position(f.start, session.encoding).line) for f in expected)
+    last = text.rindex("gpu.memcpy")
+    hover = await asyncio.wait_for(session.client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(uri=uri), position(text, last + 4, session.encoding))),
+        TIMEOUT)
+    assert hover is not None and "gpu.memcpy" in hover.contents.value
