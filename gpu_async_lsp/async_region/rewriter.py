@@ -126,11 +126,12 @@ class NameAllocator:
         return name not in self.used
 
     def fresh(self) -> str:
-        while not self._is_free(f"%t{self.next}"):
-            self.next += 1
         name = f"%t{self.next}"
-        self.taken.add(name)
         self.next += 1
+        while not self._is_free(name):
+            name = f"%t{self.next}"
+            self.next += 1
+        self.taken.add(name)
         return name
 
 
@@ -296,8 +297,8 @@ class ThreadTokenWalker:
             self.visit(op)
             bplan.items.append(op)
             frame[3] = self.current_token
-            if op.name == "gpu.launch" and self.thread_launch:
-                continue  # its body is device code: neither walked nor changed
+            if not op.regions or (op.name == "gpu.launch" and self.thread_launch):
+                continue  # no blocks; a gpu.launch's body is device code: not walked
             # Each nested block starts with no current token.
             stack.extend([inner.ops, 0, self.block_plan(inner, region, op), None]
                          for region in reversed(op.regions) for inner in reversed(region.blocks))
@@ -377,7 +378,7 @@ class ThreadTokenWalker:
         self.rw.steps.append(AsyncStep(op, dep, token, fresh))
         plan = self.plan(op)
         plan.token = token
-        self.add_async_dependency(op, dep)
+        self.add_async_dependency(op, dep, plan)
         self.current_token = token
 
     def editable(self, op: Op) -> bool:
@@ -415,12 +416,14 @@ class ThreadTokenWalker:
         self.rw.steps.append(ThreadStep(op, dep, token, fresh))
         self.current_token = token
 
-    def add_async_dependency(self, op: Op, token: str | None) -> str | None:
+    def add_async_dependency(self, op: Op, token: str | None,
+                             plan: OpPlan | None = None) -> str | None:
         """`addAsyncDependency`: `token` in front of the op's dependency list, unless it is in
-        it already; the dependency added, or None."""
+        it already; the dependency added, or None. (`plan`: the op's, when the caller has it.)"""
         if token is None:
             return None
-        plan = self.plan(op)
+        if plan is None:
+            plan = self.plan(op)
         if token in plan.dependencies:
             return None
         plan.front.insert(0, token)
