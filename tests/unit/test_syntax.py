@@ -174,3 +174,26 @@ def test_written_out_inits_give_every_field_its_declared_default():
             assert getattr(x, f.name) == want, f.name
             if isinstance(want, list):
                 assert getattr(x, f.name) is not getattr(y, f.name), f.name
+
+
+def test_text_edit_is_a_frozen_value_whatever_its_init():
+    """TextEdit's __init__ writes its fields directly (speed): it is still frozen, compared,
+    ordered, hashed and pickled by its three fields."""
+    import dataclasses
+    import pickle
+
+    import pytest
+
+    from gpu_async_lsp.edits import TextEdit
+
+    e = TextEdit(3, 5, "x")
+    assert [f.name for f in dataclasses.fields(TextEdit)] == ["start", "end", "new_text"]
+    assert (e.start, e.end, e.new_text) == (3, 5, "x") and vars(e) == {
+        "start": 3, "end": 5, "new_text": "x"}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.start = 4
+    assert e == TextEdit(3, 5, "x") and hash(e) == hash(TextEdit(3, 5, "x"))
+    assert sorted([TextEdit(4, 4, ""), e, TextEdit(3, 4, "y")]) == [
+        TextEdit(3, 4, "y"), e, TextEdit(4, 4, "")]
+    assert pickle.loads(pickle.dumps(e)) == e and dataclasses.replace(e, end=6) == TextEdit(
+        3, 6, "x")
