@@ -510,26 +510,34 @@ def _packable(raw: list, i: int, f: _Frame) -> str | None:
     """The qualified name of the op on line item raw[i] if it is a whole op on its line whose
     end is certain (the next item starts another op or closes the block); else None."""
     t = raw[i]
-    if (f.paren or f.attr_depth or f.label or t.depth or t.cont
-            or (f.in_op and _continues(raw, i))):
+    if f.paren or f.attr_depth or f.label or t.depth or t.cont:
         return None
-    if t.kind == "gpuline":
-        qualified = t.text
-    elif t.results_start >= 0:
-        qualified = t.text if "." in t.text else (_resolve(t.text, f) or _fallback_name(t.text, f))
-    else:
-        qualified = _resolve(t.text, f)
-        if qualified is None:
+    if f.in_op and i:  # _continues, written out (every line of host code asks)
+        p = raw[i - 1]
+        if p.cont if p.kind == "line" else p.kind in _CONTINUATION:
             return None
-    if t.kind == "line" and (qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER):
-        return None
+    name = t.text
+    if t.kind == "gpuline":
+        qualified = name
+    elif "." in name:
+        qualified = name
+        if qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER:
+            return None
+    elif t.results_start >= 0:
+        qualified = _resolve(name, f) or _fallback_name(name, f)
+        if qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER:
+            return None
+    else:
+        qualified = _resolve(name, f)
+        if qualified is None or qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER:
+            return None
     if i + 1 < len(raw):
         u = raw[i + 1]
         k = u.kind
-        if k == "line" or k == "gpuline":
-            if not _starts_op_line(u, f):
+        if k == "line":  # _starts_op_line, written out
+            if not (u.results_start >= 0 or "." in u.text or _resolve(u.text, f) is not None):
                 return None
-        elif not (k == "}" and u.line_start):
+        elif k != "gpuline" and not (k == "}" and u.line_start):
             return None
     return qualified
 
