@@ -17,6 +17,7 @@ No lark, pygls or lsprotocol here.
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from typing import NamedTuple
 
 from gpu_async_lsp import regex_cache
@@ -388,15 +389,18 @@ _BRACE_RES = {(s, m): _brace_re(s, m) for s in (True, False) for m in (True, Fal
 _OPEN_STRING_RE = regex_cache.compile(OPEN_STRING, re.DOTALL)
 
 
-def _braces(text: str, start: int, end: int):
-    """(`{` or `}`, offset) of the braces of text[start:end] outside comments, strings and
-    file metadata.
+def _braces(text: str, start: int, end: int) -> tuple[list[int], list[int]]:
+    """The braces of text[start:end] outside comments, strings and file metadata: +1 for each
+    `{` and -1 for each `}`, and their offsets.
 
     Two cases would make a plain scan quadratic, and are read once each instead: a `{-#` that
     no `#-}` closes (none after it is closed either, so metadata is no longer looked for), and
     a `"` that no `"` closes: every `"` it runs over is escaped inside it and opens no string
     either, so strings are looked for again only after it (the text in between is scanned for
     braces and comments as before)."""
+    deltas: list[int] = []
+    offsets: list[int] = []
+    add_delta, add_offset = deltas.append, offsets.append
     strings = metadata = True
     string_end = -1  # while `strings` is off: where the string that did not close stops
     pos = start
@@ -405,13 +409,15 @@ def _braces(text: str, start: int, end: int):
             kind = m.lastgroup
             if kind == "open":
                 at = m.end() - 1
-                yield "{", at
+                add_delta(1)
+                add_offset(at)
                 if metadata and text.startswith("{-#", at):
                     metadata = False  # metadata was tried here and found no `#-}`
                     pos = m.end()
                     break
             elif kind == "close":
-                yield "}", m.end() - 1
+                add_delta(-1)
+                add_offset(m.end() - 1)
             elif kind == "quote":
                 at = m.end() - 1
                 if strings:
@@ -424,7 +430,44 @@ def _braces(text: str, start: int, end: int):
                     pos = at
                     break
         else:
-            return
+            return deltas, offsets
+
+
+def _top_pairs(deltas: list[int], lo: int, hi: int) -> tuple[list[tuple[int, int]], int]:
+    """The braces at depth 0 of deltas[lo:hi] as (index of `{`, index of its `}`), and the
+    index of a last `{` at depth 0 that nothing closes (-1 if none). The depths are summed in
+    C (itertools.accumulate) and the returns to depth 0 found by list.index: a module's body
+    is thousands of braces, a few of them at depth 0. A `}` that closes nothing (depth below
+    0) is skipped, as MLIR's parser reports it where it stands: then the braces are walked."""
+    depths = list(accumulate(deltas[lo:hi]))
+    if depths and min(depths) < 0:
+        return _top_pairs_walked(deltas, lo, hi)
+    pairs = []
+    k, n = 0, len(depths)
+    while k < n:
+        try:
+            z = depths.index(0, k)
+        except ValueError:
+            return pairs, lo + k  # the `{` at k is never closed
+        pairs.append((lo + k, lo + z))
+        k = z + 1
+    return pairs, -1
+
+
+def _top_pairs_walked(deltas: list[int], lo: int, hi: int) -> tuple[list, int]:
+    """_top_pairs, one brace at a time (a `}` at depth 0 closes nothing and is skipped)."""
+    pairs = []
+    depth, open_i = 0, -1
+    for i in range(lo, hi):
+        if deltas[i] > 0:
+            if depth == 0:
+                open_i = i
+            depth += 1
+        elif depth > 0:
+            depth -= 1
+            if depth == 0:
+                pairs.append((open_i, i))
+    return pairs, open_i if depth else -1
 
 
 _OP_START = (
@@ -472,26 +515,21 @@ def _split(text: str, start: int, end: int, level: int, braces: list | None, lo:
     if first >= end:
         return []
     if braces is None:
-        braces = list(_braces(text, first, end))
-        lo, hi = 0, len(braces)
+        braces = _braces(text, first, end)
+        lo, hi = 0, len(braces[0])
+    offsets = braces[1]
     starts = [first]
     pairs: dict[int, tuple[int, int, int]] = {}  # `}` -> `{` and both indices, at depth 0
-    depth = 0
     stretch = first
-    open_at = open_i = -1
-    for i in range(lo, hi):
-        brace, at = braces[i]
-        if brace == "{":
-            if depth == 0:
-                open_at, open_i = at, i
-                _op_starts(text, stretch, open_at, starts)
-            depth += 1
-        elif depth > 0:
-            depth -= 1
-            if depth == 0:
-                pairs[at] = (open_at, open_i, i)
-                stretch = at + 1
-    if depth == 0:
+    top, unclosed = _top_pairs(braces[0], lo, hi)
+    for open_i, close_i in top:
+        open_at, close_at = offsets[open_i], offsets[close_i]
+        _op_starts(text, stretch, open_at, starts)
+        pairs[close_at] = (open_at, open_i, close_i)
+        stretch = close_at + 1
+    if unclosed >= 0:
+        _op_starts(text, stretch, offsets[unclosed], starts)
+    else:
         _op_starts(text, stretch, end, starts)
     units = []
     for s, e in zip(starts, starts[1:] + [end]):

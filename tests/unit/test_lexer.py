@@ -476,3 +476,20 @@ def test_line_pattern_matches_what_its_greedy_form_matches(line):
     assert (got and got.regs) == (want and want.regs)
     # tokenize_lines reads the spans of these groups, in this order, from Match.regs.
     assert list(LINE_RE.groupindex) == ["res", "name", "rest", "brace"]
+
+
+def test_top_level_brace_pairs_summed_in_c_equal_the_walk():
+    """_top_pairs finds the braces at depth 0 from depths summed by itertools.accumulate; on
+    any sequence (unclosed `{`, a `}` that closes nothing) it equals the brace-by-brace walk."""
+    import random
+
+    from gpu_async_lsp.syntax.lexer import _top_pairs, _top_pairs_walked
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        deltas = [rng.choice((1, 1, -1, -1, -1)) for _ in range(rng.randint(0, 30))]
+        lo = rng.randint(0, len(deltas))
+        hi = rng.randint(lo, len(deltas))
+        assert _top_pairs(deltas, lo, hi) == _top_pairs_walked(deltas, lo, hi), (deltas, lo, hi)
+    assert _top_pairs([1, -1, 1, 1, -1], 0, 5) == ([(0, 1)], 2)
+    assert _top_pairs([-1, 1, -1], 0, 3) == ([(1, 2)], -1)
