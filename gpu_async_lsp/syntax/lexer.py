@@ -261,6 +261,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     append = out.append
     new = tuple.__new__
     line_match = LINE_RE.match
+    whole_op_of = gpu_formats.WHOLE_OP.get
     no_head_before = start  # a run of results read up to here ended in no op head
     pos = start
     fine = False  # inside an exactly modeled GPU op that did not match its format
@@ -281,7 +282,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
             name = text[name_start:name_end]
             if res_start >= 0 or "." in name or name in op_words:  # it starts an op
                 fine = False
-                whole_op = gpu_formats.WHOLE_OP.get(name)
+                whole_op = whole_op_of(name)
                 if whole_op is not None:
                     g = _gpu_line(text, name_start, name_end, res_start, res_end, whole_op, end)
                     if g is not None:
@@ -302,7 +303,9 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                     rest_start + len(stripped) if stripped else name_end, name, True,
                     name_start, name_end, res_start, res_end,
                     brace < 0 and stripped.endswith(UNFINISHED_LINE_ENDS),
-                    rest.count("(") + rest.count("[") - rest.count(")") - rest.count("]"),
+                    # Most lines have no bracket: four `in` cost a third of four counts.
+                    (rest.count("(") + rest.count("[") - rest.count(")") - rest.count("]"))
+                    if "(" in rest or "[" in rest or ")" in rest or "]" in rest else 0,
                 )))
                 if brace >= 0:
                     append(new(RawToken, ("{", brace, brace + 1, "{", False)))
