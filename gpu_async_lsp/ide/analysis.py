@@ -554,29 +554,19 @@ class Analyzer:
         often holds the same unit many times). The other process's units come back without
         IR, as in shared_results. None if no process can be had."""
         build_parser_once()  # before the fork, so that the child does not build it again
-        ends = parallel.TwoEnds(len(chunks))
         claims = parallel.KeyClaims(len(text) // 8)  # a unit per ~700 characters: 1% clash
         parsed: dict = {}
         done: dict = {}
         try:
-            try:
-                receive = parallel.in_forked_process(
-                    self._light_chunks, text, chunks, marked, encoding, ends, claims)
-            except OSError:  # no process to be had: the caller analyses it all here
-                return None
-            try:
-                ours = [self._chunk(text, chunks[i], marked, parsed, done, encoding, claims, 1)
-                        for i in ends.front()]
-            except BaseException:
-                receive.cancel()
-                raise
-            try:
-                theirs = _unpickled(receive())
-            except RuntimeError:  # the process died (out of memory, killed): do the rest here
-                theirs = []
+            shared = parallel.from_both_ends(
+                len(chunks),
+                lambda i: self._chunk(text, chunks[i], marked, parsed, done, encoding, claims, 1),
+                self._light_chunks, text, chunks, marked, encoding, claims)
         finally:
-            ends.close()
             claims.close()
+        if shared is None:  # no process to be had: the caller analyses it all here
+            return None
+        ours, theirs = shared
         # The other process's results, by key and by light form.
         options = self._options
         built: dict[int, UnitResult] = {}  # id of a light form -> its UnitResult
@@ -633,26 +623,21 @@ class Analyzer:
         return headers, placed, containers, errors
 
     def _light_chunks(self, text: str, chunks: list[tuple[int, int]], marked,
-                      encoding: str | None, ends, claims: parallel.KeyClaims) -> bytes:
+                      encoding: str | None, claims: parallel.KeyClaims, ends) -> bytes:
         """In the forked process: the chunks it takes from the last one back, each pickled
-        as it is made (one stream, as _light_results): header findings, containers, syntax
-        errors of the headers and each unit as (offset, length, dialect, device, outside,
-        light result): (findings, functions, syntax error, positions), once per distinct
-        unit (the pickler's memo sends a repeated one as a reference), None for a unit the
-        other process claimed."""
-        import io
-        import pickle
-
+        as it is made (`parallel.pickled_each`): header findings, containers, syntax errors
+        of the headers and each unit as (offset, length, dialect, device, outside, light
+        result): (findings, functions, syntax error, positions), once per distinct unit (the
+        pickler's memo sends a repeated one as a reference), None for a unit the other
+        process claimed."""
         # What another thread of the server held at the fork stays held here: the cache
         # (consistent: the fork was made under the GIL) is read under a lock of its own.
         self.cache.after_fork()
-        stream = io.BytesIO()
-        pickler = pickle.Pickler(stream, pickle.HIGHEST_PROTOCOL)
-        parallel.hold_until_exit(pickler)  # which holds every result
         parsed: dict = {}
         done: dict = {}
         light: dict[int, tuple] = {}  # id of a result -> its light form, made once
-        for i in ends.back():
+
+        def chunk(i: int) -> tuple:
             headers, placed, containers, errors = self._chunk(
                 text, chunks[i], marked, parsed, done, encoding, claims, 2)
             units = []
@@ -666,8 +651,9 @@ class Analyzer:
                     form = light[id(r)] = (r.findings, r.functions, r.syntax_error,
                                            r._positions.get(encoding) if encoding else None)
                 units.append((p.base, len(r.source), p.dialect, p.device, p.outside, form))
-            pickler.dump((headers, units, containers, errors))
-        return stream.getvalue()
+            return headers, units, containers, errors
+
+        return parallel.pickled_each(chunk(i) for i in ends.back())
 
     def _reuse(self, text: str, version, previous: DocumentAnalysis) -> DocumentAnalysis | None:
         """The analysis after an edit that stays inside the body of one leaf unit and cannot
@@ -812,24 +798,12 @@ def shared_results(units: list[tuple], options: tuple,
     else:
         return None
     build_parser_once()  # before the fork, so that the child does not build it again
-    ends = parallel.TwoEnds(len(units))
-    try:
-        try:
-            receive = parallel.in_forked_process(_light_results, units, options, ends, encoding)
-        except OSError:  # no process to be had (out of memory, process limit): this one
-            return None
-        try:
-            ours = [_placed(analyze_unit(*_arguments(units[i], options)), encoding)
-                    for i in ends.front()]
-        except BaseException:
-            receive.cancel()
-            raise
-        try:
-            light = _unpickled(receive())
-        except RuntimeError:  # the process died (out of memory, killed): do the rest here
-            light = []
-    finally:
-        ends.close()
+    shared = parallel.from_both_ends(
+        len(units), lambda i: _placed(analyze_unit(*_arguments(units[i], options)), encoding),
+        _light_results, units, options, encoding)
+    if shared is None:  # no process to be had (out of memory, process limit): this one
+        return None
+    ours, light = shared
     # The other process took units from the last one back: light[k] is units[-1 - k]. Both
     # may have taken the unit where they met: this process's result is kept.
     out = ours
@@ -879,35 +853,16 @@ def _arguments(unit: tuple, options: tuple) -> tuple:
     return (source, dialect, device, *options, outside)
 
 
-def _light_results(units: list[tuple], options: tuple, ends, encoding: str | None) -> bytes:
+def _light_results(units: list[tuple], options: tuple, encoding: str | None, ends) -> bytes:
     """In the forked process: findings, functions, syntax errors and the findings' positions
     in `encoding` (None without one) of each unit it takes, from the last one back
-    (`TwoEnds.back`), no IR; pickled one by one as they are made, into one stream (the
-    pickling was 5 ms after the last unit, at 50k lines, while the other process waited)."""
-    import io
-    import pickle
-
-    stream = io.BytesIO()
-    pickler = pickle.Pickler(stream, pickle.HIGHEST_PROTOCOL)  # one memo for all
-    parallel.hold_until_exit(pickler)  # which holds every result
-    for i in ends.back():
+    (`TwoEnds.back`), no IR; pickled one by one as they are made (`parallel.pickled_each`)."""
+    def light(i: int) -> tuple:
         r = _placed(analyze_unit(*_arguments(units[i], options)), encoding)
-        pickler.dump((r.findings, r.functions, r.syntax_error,
-                      r._positions.get(encoding) if encoding is not None else None))
-    return stream.getvalue()
+        return (r.findings, r.functions, r.syntax_error,
+                r._positions.get(encoding) if encoding is not None else None)
 
-
-def _unpickled(data: bytes) -> list:
-    """The items of a stream of pickles (_light_results), in order."""
-    import io
-    import pickle
-
-    stream = io.BytesIO(data)
-    load = pickle.Unpickler(stream).load  # its memo, as the pickler's, spans the stream
-    out = []
-    while stream.tell() < len(data):
-        out.append(load())
-    return out
+    return parallel.pickled_each(light(i) for i in ends.back())
 
 
 def _header(text: str, unit: Unit, dialect: str | None, parsed: dict) -> tuple:
