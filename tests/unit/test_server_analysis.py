@@ -742,3 +742,30 @@ def test_many_chunks_of_every_shape_shared_as_by_one(monkeypatch):
     single = Analyzer()
     single.share_big_batches = False
     assert _chunk_snapshot(shared, "utf-8") == _chunk_snapshot(single.analyze(text, 1), "utf-8")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_chunks_with_random_damage_shared_as_by_one(monkeypatch, seed):
+    """Chunks of every shape, each damaged at random (a brace, a quote, a slash, a marker,
+    metadata that does not close, non-ASCII, CRLF): split and analysed chunk by chunk in two
+    processes, every answer is the one process's."""
+    from gpu_async_lsp import parallel
+    from gpu_async_lsp.ide import analysis
+
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 50_000)
+    rng = random.Random(seed)
+    chunks = _split_input_text(120).split("// -----\n")
+    for k in range(len(chunks)):
+        if rng.random() < 0.3:
+            c = chunks[k]
+            pos = rng.randrange(len(c))
+            chunks[k] = c[:pos] + rng.choice(
+                ["{", "}", '"', "/", "\n", "é𝄞", "\r\n", "{-# x", "// -----\n", "%"]) + c[pos:]
+    text = "// -----\n".join(chunks)
+    assert analysis._chunks_worth_sharing(text, analysis.split_chunks(text))
+    single = Analyzer()
+    single.share_big_batches = False
+    for encoding in ("utf-16", "utf-8"):
+        shared = Analyzer().analyze(text, 1, encoding=encoding)
+        alone = single.analyze(text, 1, encoding=encoding)
+        assert _chunk_snapshot(shared, encoding) == _chunk_snapshot(alone, encoding), seed
