@@ -110,7 +110,10 @@ def placed_diagnostic_text(uri: str, f: Finding, line: int, column: int, start, 
     column) of the document (text.placed); what diagnostic_json gives, formatted directly
     (a 50k-line file publishes thousands of these on its first open)."""
     base = (line, column)
-    out = (f'{{"range":{_range_text(placed(start, base), placed(end, base))},'
+    (sl, sc), (el, ec) = start, end
+    sc, ec = (sc + column if sl == 0 else sc), (ec + column if el == 0 else ec)  # text.placed
+    out = (f'{{"range":{{"start":{{"line":{sl + line},"character":{sc}}},'
+           f'"end":{{"line":{el + line},"character":{ec}}}}},'
            f'"message":{_json_string(f.message)},'
            f'"severity":{int(severity.get(f.code, f.severity))},'
            f'"code":{_json_string(f.code)},"source":{_SOURCE_JSON}')
