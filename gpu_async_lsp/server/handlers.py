@@ -30,7 +30,11 @@ def initialized(ls: GpuAsyncServer, params: lsp.InitializedParams):
 
 
 def did_change_configuration(ls: GpuAsyncServer, params: lsp.DidChangeConfigurationParams):
-    ls.apply_settings(params.settings)
+    if not ls.apply_settings(params.settings):
+        # The settings in force (VS Code sends them right after `initialized`, as the
+        # document opens): nothing to analyse again, no views to refresh. A refresh request
+        # at that moment left code-server without the document's first code lenses.
+        return
     for state in ls.documents:
         ls.schedule(state.uri)
     ls.refresh_views()

@@ -118,11 +118,14 @@ class GpuAsyncServer(LanguageServer):
         self.client = ClientFeatures.of(params.capabilities)
         self.apply_settings(params.initialization_options)
 
-    def apply_settings(self, raw) -> None:
+    def apply_settings(self, raw) -> bool:
+        """Take the client's settings; whether they differ from those in force."""
         settings, problems = parse_settings(raw)
         if problems:
             self.show_warning("invalid settings, defaults used for: " + "; ".join(problems))
+        changed = settings != self.settings
         self.settings = settings
+        return changed
 
     def watch_config_files(self) -> None:
         """Ask the client to tell about changes of configuration files (when it can be asked:

@@ -185,6 +185,7 @@ def _make_client() -> LanguageClient:
     client.registrations = []  # type: ignore[attr-defined]
     client.applied_edits = []  # type: ignore[attr-defined]
     client.apply_edit_answer = "applied"  # type: ignore[attr-defined]
+    client.refreshes = []  # type: ignore[attr-defined]  # workspace/*/refresh requests
 
     def publish(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
         ls.diagnostics[params.uri] = params.diagnostics
@@ -209,7 +210,14 @@ def _make_client() -> LanguageClient:
                                               failure_reason=None if answer == "applied"
                                               else "the user said no")
 
+    def refresh(method: str):
+        def answer(ls: LanguageClient, params) -> None:
+            ls.refreshes.append(method)  # type: ignore[attr-defined]
+        return answer
+
     features = dict(DEFAULT_CLIENT_FEATURES)
+    for method in (types.WORKSPACE_CODE_LENS_REFRESH, types.WORKSPACE_INLAY_HINT_REFRESH):
+        features[method] = refresh(method)
     features[types.WORKSPACE_APPLY_EDIT] = apply_edit
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
     features[types.CLIENT_REGISTER_CAPABILITY] = register

@@ -84,6 +84,27 @@ async def test_settings_strict_did_change_configuration_republishes(start_server
     await republished(session, uri, DEFAULT, n)
 
 
+async def test_settings_the_same_again_change_nothing(start_server, uri):
+    """VS Code sends the settings of initializationOptions again right after `initialized`, as
+    it opens the first document: the same settings are no change (no analysis again, no
+    refresh of the client's lenses and hints: a refresh at that moment left code-server
+    without the document's first lenses). Changed settings still do both."""
+    session = await start_server("vscode", initialization_options={"strict": True},
+                                 settings={"strict": True})
+    assert summaries(await session.open_and_wait(uri, DOC)) == STRICT
+    n = len(session.published_for(uri))
+    session.change_configuration({"strict": True})
+    await session.round_trip()
+    await asyncio.sleep(0.2)
+    assert len(session.published_for(uri)) == n
+    assert session.client.refreshes == []
+    session.change_configuration({"strict": False})
+    await republished(session, uri, DEFAULT, n)
+    await session.wait_until(lambda: len(session.client.refreshes) == 2, "two refreshes")
+    assert sorted(session.client.refreshes) == ["workspace/codeLens/refresh",
+                                                "workspace/inlayHint/refresh"]
+
+
 async def test_settings_did_change_configuration_republishes_every_open_document(start_server):
     session = await start_server("neovim")
     uris = [f"file:///e2e/settings/open{i}.mlir" for i in range(3)]
