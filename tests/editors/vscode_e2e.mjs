@@ -350,7 +350,17 @@ async function openBlockedUnderLlvm22(page, why) {
   const hintRow = page.locator(".markers-panel .monaco-list-row", { hasText: s.hint }).first();
   await hintRow.waitFor({ state: "visible", timeout: 60000 });
   await hintRow.locator(".codicon-info").first().waitFor({ timeout: 5000 });
-  await lensLink(s.title).waitFor({ state: "visible", timeout: 30000 });
+  try {
+    await lensLink(s.title).waitFor({ state: "visible", timeout: 10000 });
+  } catch {
+    // code-server now and then asks for no code lenses when a file opens (its trace shows
+    // every other request of the open, and no textDocument/codeLens: with the server of
+    // before and after any change of ours alike). Opened again, as a user would, it asks.
+    log("no code lens asked for: the file opened again");
+    await runCommand(page, "View: Close Editor");
+    await openFile(page, path.basename(config.blocked));
+    await lensLink(s.title).waitFor({ state: "visible", timeout: 30000 });
+  }
   const panelText = await page.locator(".markers-panel").innerText();
   if (/pre-existing/.test(panelText)) {
     throw new Error(`with ${why}, Problems lists the gpu.wait:\n${panelText}`);
