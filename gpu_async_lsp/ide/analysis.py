@@ -593,27 +593,21 @@ class Analyzer:
         errors = False
         for i in range(len(chunks)):
             k = len(chunks) - 1 - i
-            if i < len(ours):
-                h, units, c, e = ours[i]
-                for p in units:
-                    if isinstance(p.result, str):
-                        p = PlacedUnit(p.base, result_of((p.result, p.dialect, p.device,
-                                                          p.outside)),
-                                       p.dialect, p.device, p.outside)
-                    placed.append(p)
-            elif k < len(theirs):
+            if i >= len(ours) and k < len(theirs):
                 h, units, c, e = theirs[k]
                 for base, size, dialect, device, outside, light in units:
                     result = (built[id(light)] if light is not None else
                               result_of((text[base:base + size], dialect, device, outside)))
                     placed.append(PlacedUnit(base, result, dialect, device, outside))
-            else:  # not taken by the other process (it died)
-                h, units, c, e = self._chunk(text, chunks[i], marked, parsed, done, encoding,
-                                             claims, 1)
-                placed.extend(p if not isinstance(p.result, str) else
-                              PlacedUnit(p.base, result_of((p.result, p.dialect, p.device,
-                                                            p.outside)),
-                                         p.dialect, p.device, p.outside) for p in units)
+            else:  # this process's chunk, or one the other did not take (it died)
+                h, units, c, e = ours[i] if i < len(ours) else self._chunk(
+                    text, chunks[i], marked, parsed, done, encoding, claims, 1)
+                for p in units:
+                    if isinstance(p.result, str):  # claimed by the other process
+                        p = PlacedUnit(p.base, result_of((p.result, p.dialect, p.device,
+                                                          p.outside)),
+                                       p.dialect, p.device, p.outside)
+                    placed.append(p)
             headers.extend(h)
             containers.extend(c)
             errors |= e

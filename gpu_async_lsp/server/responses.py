@@ -82,18 +82,10 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding
         cached = result.fragment
         if cached is None or cached[0] != key:
             positions = result.positions(encoding)
-            findings = result.findings
-            if len(findings) == 1:  # most units: no generator, no join
-                f = findings[0]
-                start, end, related = positions[0]
-                text = (convert.placed_diagnostic_text(uri, f, line, character, start, end,
-                                                       related, severity)
-                        if severity.get(f.code, f.severity) is not None else "")
-            else:
-                text = ",".join(convert.placed_diagnostic_text(
-                    uri, f, line, character, start, end, related, severity)
-                    for f, (start, end, related) in zip(findings, positions, strict=True)
-                    if severity.get(f.code, f.severity) is not None)
+            text = ",".join(convert.placed_diagnostic_text(
+                uri, f, line, character, start, end, related, severity)
+                for f, (start, end, related) in zip(result.findings, positions, strict=True)
+                if severity.get(f.code, f.severity) is not None)
             cached = result.fragment = (key, text)
         if cached[1]:
             parts.append(cached[1])

@@ -16,7 +16,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from gpu_async_lsp import regex_cache
-from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, SYMBOL_OPS, is_symbol_op
+from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
 from gpu_async_lsp.syntax import gpu_formats, refs
 from gpu_async_lsp.syntax.braces import OP_WORDS
 from gpu_async_lsp.syntax.ir import (
@@ -223,8 +223,7 @@ def _line_op(src: str, t, name: str) -> Op:
         if src[t.name_end] != " " or src[body] in " \t\r\n":
             body = _BLANKS.match(src, t.name_end).end()
         op.spans.append((body, t.end))
-        if name in SYMBOL_OPS or name not in KNOWN_OPS:  # else it defines none
-            op.symbol_name = _defined_symbol(name, src, body, t.end)
+        op.symbol_name = _defined_symbol(name, src, body, t.end)
     return op
 
 

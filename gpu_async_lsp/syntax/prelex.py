@@ -155,14 +155,6 @@ class _Frame:
         self.label = label
         self.deps_seen = False
 
-    def begin_whole_line_op(self, op_name: str) -> None:
-        """begin(op_name) where _packable took a line: no `(`, `{` or block label is open."""
-        self.in_op = True
-        self.op_name = op_name
-        self.generic = False
-        self.mode = _BODY
-        self.deps_seen = False
-
 
 def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
     """Coarse tokens of one unit (items from `lexer.tokenize_lines`). Raises PrelexError for
@@ -199,31 +191,20 @@ class PreLexer:
         self.pending: list = []  # whole one-line ops not yet emitted, as (item, qualified name)
 
     def run(self) -> list[Token]:
-        raw, frames, pending = self.raw, self.frames, self.pending
+        raw = self.raw
         i = 0
-        while i < len(raw):  # rules may splice a line into raw tokens: its length changes
+        while i < len(raw):
             t = raw[i]
-            f = frames[-1]
+            f = self.frames[-1]
             if f.after_region:
                 self.op_ends_after_region(i, t, f)
-            kind = t.kind
-            if kind == "line" or kind == "gpuline":
-                # whole_line_op, written out: most lines of host code take it.
-                qualified = _packable(raw, i, f)
-                if qualified is not None:
-                    if self.body_start >= 0:
-                        self.flush()
-                    pending.append((t, qualified))
-                    f.begin_whole_line_op(qualified)
-                    i += 1
-                    continue
-                if pending:
-                    self.flush_ops()
-                i = self.line(i, t, f)
+            line = t.kind == "line" or t.kind == "gpuline"
+            if line and self.whole_line_op(i, t, f):
+                i += 1
                 continue
-            if pending:
+            if self.pending:
                 self.flush_ops()
-            i = self.token(i, t, f)
+            i = self.line(i, t, f) if line else self.token(i, t, f)
         return self.finish()
 
     # -- output ------------------------------------------------------------------------------
@@ -292,7 +273,7 @@ class PreLexer:
             return False
         self.flush()
         self.pending.append((t, qualified))
-        f.begin_whole_line_op(qualified)
+        f.begin(qualified)
         return True
 
     def unclosed_paren(self, i: int, f: _Frame) -> None:
@@ -510,34 +491,26 @@ def _packable(raw: list, i: int, f: _Frame) -> str | None:
     """The qualified name of the op on line item raw[i] if it is a whole op on its line whose
     end is certain (the next item starts another op or closes the block); else None."""
     t = raw[i]
-    if f.paren or f.attr_depth or f.label or t.depth or t.cont:
+    if (f.paren or f.attr_depth or f.label or t.depth or t.cont
+            or (f.in_op and _continues(raw, i))):
         return None
-    if f.in_op and i:  # _continues, written out (every line of host code asks)
-        p = raw[i - 1]
-        if p.cont if p.kind == "line" else p.kind in _CONTINUATION:
-            return None
-    name = t.text
     if t.kind == "gpuline":
-        qualified = name
-    elif "." in name:
-        qualified = name
-        if qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER:
-            return None
+        qualified = t.text
     elif t.results_start >= 0:
-        qualified = _resolve(name, f) or _fallback_name(name, f)
-        if qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER:
-            return None
+        qualified = t.text if "." in t.text else (_resolve(t.text, f) or _fallback_name(t.text, f))
     else:
-        qualified = _resolve(name, f)
-        if qualified is None or qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER:
+        qualified = _resolve(t.text, f)
+        if qualified is None:
             return None
+    if t.kind == "line" and (qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER):
+        return None
     if i + 1 < len(raw):
         u = raw[i + 1]
         k = u.kind
-        if k == "line":  # _starts_op_line, written out
-            if not (u.results_start >= 0 or "." in u.text or _resolve(u.text, f) is not None):
+        if k == "line" or k == "gpuline":
+            if not _starts_op_line(u, f):
                 return None
-        elif k != "gpuline" and not (k == "}" and u.line_start):
+        elif not (k == "}" and u.line_start):
             return None
     return qualified
 

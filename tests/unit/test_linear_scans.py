@@ -498,3 +498,27 @@ def test_suppression_context_of_many_units_on_one_line_linear():
             at = text.find("func.func", at + 1)
     assert_linear(run, make, 5000)
 
+
+
+def test_sharing_many_chunks_is_linear_in_their_number(monkeypatch):
+    """The chunk-by-chunk sharing of a big first open of many `// -----` chunks (claims,
+    the join of both processes' chunks, units claimed by the other process), with the other
+    process's stream empty: this one takes every chunk."""
+    from gpu_async_lsp import parallel
+    from gpu_async_lsp.ide.analysis import Analyzer
+
+    class NoProcess:
+        def __init__(self, *args):
+            pass
+
+        def __call__(self):
+            return b""
+
+        def cancel(self):
+            pass
+
+    monkeypatch.setattr(parallel, "in_forked_process", NoProcess)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 0)
+    chunk = "func.func @f{i}() {{\n  gpu.wait\n  return\n}}\n"
+    assert_linear(lambda text: Analyzer().analyze(text, 1, encoding="utf-16"),
+                  lambda n: "// -----\n".join(chunk.format(i=i % 50) for i in range(n)), 2_000)
