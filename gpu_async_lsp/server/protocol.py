@@ -58,7 +58,9 @@ class RawResult:
 
 class Utf8Reader:
     """A reader of message bodies that turns bytes that are not UTF-8 into U+FFFD (pygls would
-    fail to decode the message and drop it), and tells the protocol it did."""
+    fail to decode the message and drop it), and tells the protocol it did. A body is handed
+    on decoded (pygls passes it to json.loads, which takes text too): json.loads would decode
+    bytes again, with an error handler that took 1.6 ms of a 2 MB didOpen's 4.6."""
 
     def __init__(self, reader, protocol: Protocol):
         self._reader = reader
@@ -67,14 +69,13 @@ class Utf8Reader:
     def readline(self):
         return self._reader.readline()
 
-    async def readexactly(self, n: int) -> bytes:
+    async def readexactly(self, n: int) -> str:
         body = await self._reader.readexactly(n)
         try:
-            body.decode("utf-8")
+            return body.decode("utf-8")
         except UnicodeDecodeError:
-            body = body.decode("utf-8", "replace").encode("utf-8")
             self._protocol.replaced_bytes = True
-        return body
+            return body.decode("utf-8", "replace")
 
 
 def _error(msg_id, code: int, message: str) -> str:
