@@ -127,7 +127,10 @@ _WORD_RE = regex_cache.compile(r"[^\s,()\[\]{}:=]+|\S")
 
 def _read_body(op: Op, t: BodyToken) -> None:
     """Keep a merged run of text; its references are read only when asked for."""
-    op.spans.append((t.start_pos, t.end_pos))
+    if op.spans:
+        op.spans.append((t.start_pos, t.end_pos))
+    else:
+        op.spans = [(t.start_pos, t.end_pos)]
     op.src = t.src
 
 
@@ -214,15 +217,15 @@ def _line_op(src: str, t, name: str) -> Op:
             g.deps_close = t.deps_close
             g.deps = [ValueRef(m.group(1), m.start(), m.end(), int(m.group(2)) if m.group(2) else None)
                       for m in _DEP_RE.finditer(src, t.deps_open + 1, t.deps_close - 1)]
-            op.explicit_uses.extend(g.deps)
+            op.explicit_uses = list(g.deps)
         op.gpu = g
         if t.end > t.operands_start:
-            op.spans.append((t.operands_start, t.end))
+            op.spans = [(t.operands_start, t.end)]
     elif t.end > t.name_end:
         body = t.name_end + 1  # most ops: one blank after the name
         if src[t.name_end] != " " or src[body] in " \t\r\n":
             body = _BLANKS.match(src, t.name_end).end()
-        op.spans.append((body, t.end))
+        op.spans = [(body, t.end)]
         op.symbol_name = _defined_symbol(name, src, body, t.end)
     return op
 
@@ -259,7 +262,7 @@ class _Builder:
         tails = c[1:]
         if tails and isinstance(tails[0], GpuSyntax):
             g = op.gpu = tails[0]
-            op.explicit_uses.extend(g.deps)
+            op.explicit_uses = list(g.deps)
             # An op may end with its dependency list (`gpu.create_csr async [%t0]`).
             if g.deps_close is not None:
                 op.end = g.deps_close
@@ -269,10 +272,11 @@ class _Builder:
         elif tails and not generic and isinstance(tails[0], BodyToken):
             first = tails[0]
             op.symbol_name = _defined_symbol(op.name, first.src, first.start_pos, first.end_pos)
-        spans = op.spans
+        spans = []
+        regions = []
         for t in tails:
             if isinstance(t, Region):
-                op.regions.append(t)
+                regions.append(t)
                 op.end = t.rbrace + 1
             else:
                 spans.append((t.start_pos, t.end_pos))
@@ -282,6 +286,10 @@ class _Builder:
                     arrow = t.src.rfind("->", t.start_pos, t.end_pos)
                     if arrow >= 0:
                         op.result_types = t.src[arrow + 2:t.end_pos]
+        if spans:
+            op.spans = spans
+        if regions:
+            op.regions = regions
         if results is not None:
             op.results = results.values
             op.results_end = results.values[-1].end
@@ -319,6 +327,7 @@ class _Builder:
 
     def async_deps(self, c):
         g = GpuSyntax()
+        deps = []
         for t in c:
             if t is None:
                 continue
@@ -329,7 +338,9 @@ class _Builder:
             elif t.type == "RSQB":
                 g.deps_close = t.end_pos
             elif t.type == "VALUE":
-                g.deps.append(_value(t))
+                deps.append(_value(t))
+        if deps:
+            g.deps = deps
         return g
 
     def gpu_op(self, c):
@@ -343,7 +354,7 @@ class _Builder:
         name = items[0]
         op = Op(name.value, name.start_pos, name.end_pos, name.start_pos)
         op.gpu = items[1]
-        op.explicit_uses.extend(op.gpu.deps)
+        uses, symbols = list(op.gpu.deps), []
         end = name.end_pos
         for t in items[2:]:
             if isinstance(t, Token):
@@ -351,9 +362,13 @@ class _Builder:
                 if isinstance(t, BodyToken):
                     _read_body(op, t)
                 elif t.type == "VALUE":
-                    op.explicit_uses.append(_value(t))
+                    uses.append(_value(t))
                 elif t.type == "SYMBOL":
-                    op.explicit_symbols.append(_symbol(t))
+                    symbols.append(_symbol(t))
+        if uses:
+            op.explicit_uses = uses
+        if symbols:
+            op.explicit_symbols = symbols
         if op.gpu.deps_close:
             end = max(end, op.gpu.deps_close)
         if op.gpu.async_kw:

@@ -294,7 +294,7 @@ def test_unit_attribute_dictionaries_in_the_op_tree():
             "  %c = arith.constant {unit_attr} 0 : i32\n"
             "  return\n}\n")
     assert len(only_op(text, "func.func").regions) == 1
-    assert only_op(text, "arith.constant").regions == []
+    assert not only_op(text, "arith.constant").regions
 
 
 def test_region_of_one_op_on_the_brace_line():

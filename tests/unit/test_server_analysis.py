@@ -644,7 +644,7 @@ def test_a_mid_size_first_analysis_leaves_the_collector_nothing_to_traverse():
     from gpu_async_lsp.server.heap import FREEZE_AFTER_ALLOCATIONS
     from gpu_async_lsp.server.server import GpuAsyncServer
 
-    text = generate(2500)
+    text = generate(3500)
     state = DocState("file:///mid.mlir")
     frozen = gc.get_freeze_count()
     try:

@@ -157,7 +157,8 @@ def test_leaf_shares_skip_chunks_whole_and_parse_each_chunk_once():
 
 def test_written_out_inits_give_every_field_its_declared_default():
     """Op's and GpuSyntax's __init__ are written out (speed): a field added to the class must
-    be set there, to its declared default, and lists must not be shared between objects."""
+    be set there, to its declared default, and lists must not be shared between objects
+    (their sequences start as the shared empty tuple: the parser sets a list of its own)."""
     import dataclasses
 
     from gpu_async_lsp.syntax.ir import GpuSyntax, Op
