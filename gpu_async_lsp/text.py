@@ -100,7 +100,7 @@ def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[t
     diagnostics); else with a LineIndex. Columns of a line that is not ASCII are its code units
     counted from the previous offset on that line, so that many offsets on one long line cost
     its length once. Linear in the text and the number of offsets."""
-    if _lone_cr(text):
+    if "\r" in text and text.count("\r") != text.count("\r\n"):  # a lone "\r" ends a line
         index = LineIndex(text)
         return [(p.line, p.character) for p in (index.position(o, encoding) for o in offsets)]
     ascii_text = encoding == UTF32 or text.isascii()
@@ -111,8 +111,10 @@ def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[t
         for offset in offsets:
             o = max(0, min(offset, n))
             line_start = text.rfind("\n", 0, o) + 1
-            out.append((text.count("\n", 0, line_start),
-                        _column(text, o, line_start, ascii_text, encoding)))
+            column = o - line_start if ascii_text else _units(text[line_start:o], encoding)
+            if column and o < n and text[o] == "\n" and text[o - 1] == "\r":
+                column -= 1  # between "\r" and "\n": the end of the line
+            out.append((text.count("\n", 0, line_start), column))
         return out
     found: dict[int, tuple[int, int]] = {}
     line, at, line_start = 0, 0, 0  # line breaks before `at`, where the line of `at` starts
@@ -130,50 +132,6 @@ def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[t
             column -= 1  # between "\r" and "\n": the end of the line
         found[offset] = (line, column)
     return [found[o] for o in offsets]
-
-
-def _lone_cr(text: str) -> bool:
-    """Does a lone "\r" end a line of `text` (positions then come from a LineIndex)?"""
-    return "\r" in text and text.count("\r") != text.count("\r\n")
-
-
-def _column(text: str, o: int, line_start: int, ascii_text: bool, encoding: str) -> int:
-    """The column of offset `o` on the line that starts at `line_start`."""
-    column = o - line_start if ascii_text else _units(text[line_start:o], encoding)
-    if column and o < len(text) and text[o] == "\n" and text[o - 1] == "\r":
-        column -= 1  # between "\r" and "\n": the end of the line
-    return column
-
-
-class LineCounter:
-    """(line, column) of offsets asked one after another, as positions_of gives them, each
-    counted from the offset asked before it: offsets asked in order, forward or backward, cost
-    the text between them once (a process that places a big file's units from its last one
-    back counts the text once, then each unit's stretch). Only for a text without a lone
-    "\r" (`usable`)."""
-
-    __slots__ = ("text", "encoding", "ascii", "at", "line")
-
-    def __init__(self, text: str, encoding: str):
-        self.text, self.encoding = text, encoding
-        self.ascii = encoding == UTF32 or text.isascii()
-        self.at = 0  # the offset asked last, and the line breaks before it
-        self.line = 0
-
-    @staticmethod
-    def usable(text: str) -> bool:
-        return not _lone_cr(text)
-
-    def position(self, offset: int) -> tuple[int, int]:
-        text = self.text
-        o = max(0, min(offset, len(text)))
-        if o >= self.at:
-            self.line += text.count("\n", self.at, o)
-        else:
-            self.line -= text.count("\n", o, self.at)
-        self.at = o
-        line_start = text.rfind("\n", 0, o) + 1
-        return self.line, _column(text, o, line_start, self.ascii, self.encoding)
 
 
 @dataclass(frozen=True)

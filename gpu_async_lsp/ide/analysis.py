@@ -44,7 +44,7 @@ from gpu_async_lsp.syntax.parser import (
     split_chunks,
     split_units,
 )
-from gpu_async_lsp.text import LineCounter, positions_of
+from gpu_async_lsp.text import positions_of
 
 DEVICE_CONTAINERS = ("gpu.module",)
 
@@ -298,9 +298,6 @@ class DocumentAnalysis:
     memo: dict = dataclasses.field(default_factory=dict)  # per-version request results
     semantics: str = ORIGINAL
     options: tuple = ()  # the analyzer's settings (strict, semantics, thread_launch)
-    # Where units start, as a first analysis placed them for their publication: (encoding,
-    # {offset: (line, column)}), or None.
-    places: tuple | None = None
 
     def unit_at(self, offset: int) -> PlacedUnit | None:
         """The unit whose text holds `offset` (its end included)."""
@@ -429,21 +426,19 @@ class Analyzer:
 
     def analyze(self, text: str, version: int | None = None,
                 previous: DocumentAnalysis | None = None,
-                encoding: str | None = None, fragments=None) -> DocumentAnalysis:
+                encoding: str | None = None) -> DocumentAnalysis:
         """The analysis of `text`. Given the analysis of an earlier text of the same document,
         an edit inside one function's body re-analyses that unit only (no re-split).
         `encoding`: the one the findings will be placed in (`UnitResult.positions`); a big
-        batch's units get their positions where they are analysed, in either process, and
-        given the server's `fragments` (server.responses.Fragments, in that encoding) their
-        publication too (`_Placer`)."""
+        batch's units get their positions where they are analysed, in either process."""
         with gc_paused():
-            result = self._analyze(text, version, previous, _Placer(text, encoding, fragments))
+            result = self._analyze(text, version, previous, encoding)
             # Objects the cycle collector tracks that this analysis added (it did not run).
             self.last_allocations = gc.get_count()[0]
         return result
 
     def _analyze(self, text: str, version: int | None, previous: DocumentAnalysis | None,
-                 placer: _Placer) -> DocumentAnalysis:
+                 encoding: str | None = None) -> DocumentAnalysis:
         if previous is not None and previous.text is not text and previous.options == self._options:
             quick = self._reuse(text, version, previous)
             if quick is not None:
@@ -455,7 +450,7 @@ class Analyzer:
         # Any suppression comment at all: what those outside each unit hide there.
         marked = suppression.Outside(text) if suppression.MARKER in text else None
         chunks = split_chunks(text)
-        shared = (self._chunks_shared(text, chunks, marked, placer)
+        shared = (self._chunks_shared(text, chunks, marked, encoding)
                   if self.share_big_batches and _chunks_worth_sharing(text, chunks) else None)
         if shared is not None:
             headers, placed, containers, errors = shared
@@ -463,7 +458,7 @@ class Analyzer:
                 headers.extend(_problems_outside_units(text, placed))
             return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
                                     containers, chunks, semantics=self.semantics,
-                                    options=self._options, places=placer.made())
+                                    options=self._options)
         parsed_headers: dict = {}  # container headers of this text, parsed once each
         for start, end in chunks:
             errors |= self._units(text, split_units(text, start, end), TOP_LEVEL_DIALECT,
@@ -475,8 +470,7 @@ class Analyzer:
             if isinstance(p.result, str):
                 missing.setdefault((p.result, p.dialect, p.device, p.outside), []).append(i)
         if missing:
-            results = self._analyze_units(list(missing), placer,
-                                          [placed[where[0]].base for where in missing.values()])
+            results = self._analyze_units(list(missing), encoding)
             options = self._options
             self.cache.put_many([((*key, options), result) for key, result in zip(missing, results)])
             for where, result in zip(missing.values(), results):
@@ -488,7 +482,7 @@ class Analyzer:
             headers.extend(_problems_outside_units(text, placed))
         return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
                                 containers, chunks, semantics=self.semantics,
-                                options=self._options, places=placer.made())
+                                options=self._options)
 
     def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
                findings: list, placed: list, containers: list,
@@ -516,21 +510,19 @@ class Analyzer:
             errors |= cached.syntax_error
         return errors
 
-    def _analyze_units(self, units: list[tuple], placer: _Placer,
-                       bases: list[int]) -> list[UnitResult]:
-        """Results of leaf units (text, dialect, device, outside; the first at each of
-        `bases`), in order. A big batch (a first open) is shared with a forked process, whose
-        results come back without their IR."""
+    def _analyze_units(self, units: list[tuple], encoding: str | None = None) -> list[UnitResult]:
+        """Results of leaf units (text, dialect, device, outside), in order. A big batch (a
+        first open) is shared with a forked process, whose results come back without their
+        IR."""
         options = (self.strict, self.semantics, self.thread_launch)
-        shared = (shared_results(units, options, placer, bases) if self.share_big_batches
-                  else None)
+        shared = shared_results(units, options, encoding) if self.share_big_batches else None
         if shared is None:
             return [analyze_unit(source, d, dev, *options, around)
                     for source, d, dev, around in units]
         return shared
 
     def _chunk(self, text: str, span: tuple[int, int], marked, parsed: dict, done: dict,
-               placer: _Placer, claims: parallel.KeyClaims, me: int) -> tuple:
+               encoding: str | None, claims: parallel.KeyClaims, me: int) -> tuple:
         """One `// -----` chunk split and analysed: its header findings, placed units,
         containers and whether its headers have syntax errors. A unit is analysed here if
         this process (`me`) claims its key first; else its result is its key's text for now
@@ -546,14 +538,14 @@ class Analyzer:
                 key = (p.result, p.dialect, p.device, p.outside)
                 result = done.get(key)
                 if result is None and claims.claim(key, me):
-                    result = done[key] = placer(analyze_unit(*_arguments(key, self._options)),
-                                                p.base)
+                    result = done[key] = _placed(
+                        analyze_unit(*_arguments(key, self._options)), encoding)
                 if result is not None:
                     placed[i] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
         return headers, placed, containers, errors
 
     def _chunks_shared(self, text: str, chunks: list[tuple[int, int]], marked,
-                       placer: _Placer) -> tuple | None:
+                       encoding: str | None) -> tuple | None:
         """The analysis of a big text of many chunks, shared with a forked process: this
         one splits and analyses chunks from the first on, the other from the last back,
         until they meet (`parallel.TwoEnds`), so that the split is shared too (a fifth of a
@@ -568,8 +560,8 @@ class Analyzer:
         try:
             shared = parallel.from_both_ends(
                 len(chunks),
-                lambda i: self._chunk(text, chunks[i], marked, parsed, done, placer, claims, 1),
-                self._light_chunks, text, chunks, marked, placer, claims)
+                lambda i: self._chunk(text, chunks[i], marked, parsed, done, encoding, claims, 1),
+                self._light_chunks, text, chunks, marked, encoding, claims)
         finally:
             claims.close()
         if shared is None:  # no process to be had: the caller analyses it all here
@@ -580,20 +572,18 @@ class Analyzer:
         built: dict[int, UnitResult] = {}  # id of a light form -> its UnitResult
         by_key: dict[tuple, UnitResult] = {}
         for _, units, _, _ in theirs:
-            for base, size, dialect, device, outside, light, place in units:
+            for base, size, dialect, device, outside, light in units:
                 if light is not None and id(light) not in built:
                     source = text[base:base + size]
                     result = built[id(light)] = _from_light(source, light, dialect, device,
-                                                            options, outside, placer.encoding)
+                                                            options, outside, encoding)
                     by_key.setdefault((source, dialect, device, outside), result)
-                if place is not None:
-                    placer.adopt(built[id(light)], base, place)
 
         def result_of(key: tuple) -> UnitResult:
             """A unit claimed by the other process (or by neither: a clash of claims)."""
             result = by_key.get(key) or done.get(key)
             if result is None:
-                result = done[key] = placer(analyze_unit(*_arguments(key, options)))
+                result = done[key] = _placed(analyze_unit(*_arguments(key, options)), encoding)
             return result
 
         # theirs[k] is chunk len(chunks) - 1 - k; where both took a chunk, ours is kept.
@@ -605,13 +595,13 @@ class Analyzer:
             k = len(chunks) - 1 - i
             if i >= len(ours) and k < len(theirs):
                 h, units, c, e = theirs[k]
-                for base, size, dialect, device, outside, light, _ in units:
+                for base, size, dialect, device, outside, light in units:
                     result = (built[id(light)] if light is not None else
                               result_of((text[base:base + size], dialect, device, outside)))
                     placed.append(PlacedUnit(base, result, dialect, device, outside))
             else:  # this process's chunk, or one the other did not take (it died)
                 h, units, c, e = ours[i] if i < len(ours) else self._chunk(
-                    text, chunks[i], marked, parsed, done, placer, claims, 1)
+                    text, chunks[i], marked, parsed, done, encoding, claims, 1)
                 for p in units:
                     if isinstance(p.result, str):  # claimed by the other process
                         p = PlacedUnit(p.base, result_of((p.result, p.dialect, p.device,
@@ -627,15 +617,13 @@ class Analyzer:
         return headers, placed, containers, errors
 
     def _light_chunks(self, text: str, chunks: list[tuple[int, int]], marked,
-                      placer: _Placer, claims: parallel.KeyClaims, ends) -> bytes:
+                      encoding: str | None, claims: parallel.KeyClaims, ends) -> bytes:
         """In the forked process: the chunks it takes from the last one back, each pickled
         as it is made (`parallel.pickled_each`): header findings, containers, syntax errors
         of the headers and each unit as (offset, length, dialect, device, outside, light
-        result, place): the light result (findings, functions, syntax error, positions)
-        once per distinct unit (the pickler's memo sends a repeated one as a reference),
-        None for a unit the other process claimed; its place and publication where it was
-        analysed (`_Placer.light`), else None."""
-        encoding = placer.encoding
+        result): (findings, functions, syntax error, positions), once per distinct unit (the
+        pickler's memo sends a repeated one as a reference), None for a unit the other
+        process claimed."""
         # What another thread of the server held at the fork stays held here: the cache
         # (consistent: the fork was made under the GIL) is read under a lock of its own.
         self.cache.after_fork()
@@ -645,19 +633,18 @@ class Analyzer:
 
         def chunk(i: int) -> tuple:
             headers, placed, containers, errors = self._chunk(
-                text, chunks[i], marked, parsed, done, placer, claims, 2)
+                text, chunks[i], marked, parsed, done, encoding, claims, 2)
             units = []
             for p in placed:
                 r = p.result
                 if isinstance(r, str):  # claimed by the other process
-                    units.append((p.base, len(r), p.dialect, p.device, p.outside, None, None))
+                    units.append((p.base, len(r), p.dialect, p.device, p.outside, None))
                     continue
                 form = light.get(id(r))
                 if form is None:
                     form = light[id(r)] = (r.findings, r.functions, r.syntax_error,
                                            r._positions.get(encoding) if encoding else None)
-                units.append((p.base, len(r.source), p.dialect, p.device, p.outside, form,
-                              placer.light(r, p.base)))
+                units.append((p.base, len(r.source), p.dialect, p.device, p.outside, form))
             return headers, units, containers, errors
 
         return parallel.pickled_each(chunk(i) for i in ends.back())
@@ -786,16 +773,15 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
                       tuple(analysis.functions))
 
 
-def shared_results(units: list[tuple], options: tuple, placer: _Placer | None = None,
-                   bases: list[int] | None = None) -> list[UnitResult] | None:
+def shared_results(units: list[tuple], options: tuple,
+                   encoding: str | None = None) -> list[UnitResult] | None:
     """The results of a big batch of leaf units, analysed by this process from the first
     unit on and by a forked one from the last unit back, until they meet (`parallel.TwoEnds`:
     on a shared, noisy machine neither waits for the other with half the batch fixed in
     advance); None when the batch is too small to be worth a process (or fork is not
     available). The other process's results have no IR (`UnitResult.ops` rebuilds it on
-    first use), so that little crosses the pipe. Given a `placer` (and the offset where each
-    unit is first found, `bases`), each process places the units it analyses (`_Placer`):
-    the first publication only joins their fragments."""
+    first use), so that little crosses the pipe. Given `encoding`, each process places the
+    findings of its units (`UnitResult.positions`): the first publication only formats."""
     if len(units) < 2 or not parallel.can_fork(threaded=True):
         return None
     total = 0
@@ -805,12 +791,10 @@ def shared_results(units: list[tuple], options: tuple, placer: _Placer | None = 
             break
     else:
         return None
-    if placer is None or bases is None:
-        placer, bases = _Placer("", None), [None] * len(units)
     build_parser_once()  # before the fork, so that the child does not build it again
     shared = parallel.from_both_ends(
-        len(units), lambda i: placer(analyze_unit(*_arguments(units[i], options)), bases[i]),
-        _light_results, units, options, placer, bases)
+        len(units), lambda i: _placed(analyze_unit(*_arguments(units[i], options)), encoding),
+        _light_results, units, options, encoding)
     if shared is None:  # no process to be had (out of memory, process limit): this one
         return None
     ours, light = shared
@@ -823,11 +807,7 @@ def shared_results(units: list[tuple], options: tuple, placer: _Placer | None = 
             out.append(analyze_unit(*_arguments(units[i], options)))
             continue
         source, d, dev, around = units[i]
-        *form, place = light[k]
-        result = _from_light(source, form, d, dev, options, around, placer.encoding)
-        if place is not None:
-            placer.adopt(result, bases[i], place)
-        out.append(result)
+        out.append(_from_light(source, light[k], d, dev, options, around, encoding))
     return out
 
 
@@ -854,51 +834,11 @@ def _from_light(source: str, light: tuple, dialect: str | None, device: bool, op
     return result
 
 
-class _Placer:
-    """A first analysis's placing of each unit, made where the unit is analysed (in either
-    process of a shared analysis): the positions of its findings in `encoding` and, given
-    the server's `fragments` (server.responses.Fragments, in that encoding), the line and
-    column where the unit starts (counted from the unit placed before, `text.LineCounter`)
-    and its publication (`UnitResult.fragment`). Made before a fork: each process counts on
-    its own copy; the forked one sends what it placed (`light`), this one `adopt`s it."""
-
-    __slots__ = ("encoding", "fragments", "lines", "places")
-
-    def __init__(self, text: str, encoding: str | None, fragments=None):
-        self.encoding = encoding
-        usable = (fragments is not None and encoding is not None
-                  and fragments.encoding == encoding and LineCounter.usable(text))
-        self.fragments = fragments if usable else None
-        self.lines = LineCounter(text, encoding) if usable else None
-        self.places: dict[int, tuple[int, int]] = {}  # unit offset -> (line, column)
-
-    def __call__(self, result: UnitResult, base: int | None = None) -> UnitResult:
-        """`result`, of the unit at offset `base`, placed."""
-        if self.encoding is not None and result.findings:
-            result.positions(self.encoding)
-            if self.fragments is not None and base is not None:
-                line, column = self.places[base] = self.lines.position(base)
-                result.fragment = (self.fragments.key(line, column),
-                                   self.fragments.text(result, line, column))
-        return result
-
-    def light(self, result: UnitResult, base: int) -> tuple | None:
-        """In the forked process: the place and publication text of the unit at `base`, if
-        this process made them."""
-        place = self.places.get(base)
-        if place is None or result.fragment is None:
-            return None
-        return place[0], place[1], result.fragment[1]
-
-    def adopt(self, result: UnitResult, base: int, light: tuple) -> None:
-        """The place and publication of a unit the other process analysed (`light`)."""
-        line, column, text = light
-        self.places[base] = (line, column)
-        result.fragment = (self.fragments.key(line, column), text)
-
-    def made(self) -> tuple | None:
-        """DocumentAnalysis.places: the units placed, if any."""
-        return (self.encoding, self.places) if self.places else None
+def _placed(result: UnitResult, encoding: str | None) -> UnitResult:
+    """`result` with the positions of its findings in `encoding` made (if given)."""
+    if encoding is not None and result.findings:
+        result.positions(encoding)
+    return result
 
 
 def _arguments(unit: tuple, options: tuple) -> tuple:
@@ -907,19 +847,14 @@ def _arguments(unit: tuple, options: tuple) -> tuple:
     return (source, dialect, device, *options, outside)
 
 
-def _light_results(units: list[tuple], options: tuple, placer: _Placer, bases: list,
-                   ends) -> bytes:
-    """In the forked process: findings, functions, syntax errors, the findings' positions
-    in the placer's encoding (None without one) and the unit's place and publication
-    (`_Placer.light`, or None) of each unit it takes, from the last one back
+def _light_results(units: list[tuple], options: tuple, encoding: str | None, ends) -> bytes:
+    """In the forked process: findings, functions, syntax errors and the findings' positions
+    in `encoding` (None without one) of each unit it takes, from the last one back
     (`TwoEnds.back`), no IR; pickled one by one as they are made (`parallel.pickled_each`)."""
-    encoding = placer.encoding
-
     def light(i: int) -> tuple:
-        r = placer(analyze_unit(*_arguments(units[i], options)), bases[i])
+        r = _placed(analyze_unit(*_arguments(units[i], options)), encoding)
         return (r.findings, r.functions, r.syntax_error,
-                r._positions.get(encoding) if encoding is not None else None,
-                placer.light(r, bases[i]) if bases[i] is not None else None)
+                r._positions.get(encoding) if encoding is not None else None)
 
     return parallel.pickled_each(light(i) for i in ends.back())
 

@@ -56,44 +56,15 @@ def _place(p) -> tuple[int, int]:
 
 # -- diagnostics --------------------------------------------------------------------------------
 
-class Fragments:
-    """The publication of each unit's findings for one document, encoding and severity table:
-    JSON text cached on the unit (`UnitResult.fragment`), keyed by where the unit starts.
-    A first analysis makes them where each unit is analysed (`Analyzer.analyze`, in either
-    process of a shared one); `diagnostics` makes the others."""
-
-    __slots__ = ("uri", "encoding", "severity", "table")
-
-    def __init__(self, uri: str, encoding: str, severity: dict[str, Severity | None]):
-        self.uri, self.encoding, self.severity = uri, encoding, severity
-        self.table = tuple(severity.items())
-
-    def key(self, line: int, character: int) -> tuple:
-        return (self.uri, self.encoding, line, character, self.table)
-
-    def text(self, result, line: int, character: int) -> str:
-        """The findings of the unit `result` that starts at (line, character), as JSON text
-        (those whose code is not published left out)."""
-        uri, severity = self.uri, self.severity
-        return ",".join(convert.placed_diagnostic_text(
-            uri, f, line, character, start, end, related, severity)
-            for f, (start, end, related) in zip(result.findings,
-                                                 result.positions(self.encoding), strict=True)
-            if severity.get(f.code, f.severity) is not None)
-
-
 def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding: str,
-                severity: dict[str, Severity | None],
-                fragments: Fragments | None = None) -> str:
+                severity: dict[str, Severity | None]) -> str:
     """publishDiagnostics for an analysis, as JSON text assembled from one cached fragment
     per unit: a unit whose place (line, column) and findings did not change since the last
     publication costs nothing (a keystroke re-renders one unit). `severity`: each code's
     severity; a code mapped to None is not published (not selected, or ignored), and the
     fragments are kept with its content. Without a line index of the text (a first
-    analysis), the places of the units are those the analysis found (`a.places`), the others
-    counted in one pass (text.positions_of)."""
-    if fragments is None:
-        fragments = Fragments(uri, encoding, severity)
+    analysis), the places of the units are counted in one pass (text.positions_of)."""
+    table = tuple(severity.items())
     headers = [f for f in a.header_findings if severity.get(f.code, f.severity) is not None]
     if index is None and headers:
         index = LineIndex(a.text)
@@ -101,20 +72,21 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding
              for f in headers]
     placed = [unit for unit in a.units if unit.result.findings]
     if index is None:
-        known = a.places[1] if a.places is not None and a.places[0] == encoding else {}
-        unknown = [unit.base for unit in placed if unit.base not in known]
-        if unknown:
-            known = {**known, **dict(zip(unknown, positions_of(a.text, unknown, encoding)))}
-        bases = [known[unit.base] for unit in placed]
+        bases = positions_of(a.text, [unit.base for unit in placed], encoding)
     else:
         bases = [(p.line, p.character)
                  for p in (index.position(unit.base, encoding) for unit in placed)]
     for unit, (line, character) in zip(placed, bases, strict=True):
         result = unit.result
-        key = fragments.key(line, character)
+        key = (uri, encoding, line, character, table)
         cached = result.fragment
         if cached is None or cached[0] != key:
-            cached = result.fragment = (key, fragments.text(result, line, character))
+            positions = result.positions(encoding)
+            text = ",".join(convert.placed_diagnostic_text(
+                uri, f, line, character, start, end, related, severity)
+                for f, (start, end, related) in zip(result.findings, positions, strict=True)
+                if severity.get(f.code, f.severity) is not None)
+            cached = result.fragment = (key, text)
         if cached[1]:
             parts.append(cached[1])
     return publication(uri, a.version, ",".join(parts))

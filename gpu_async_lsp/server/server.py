@@ -355,9 +355,8 @@ class GpuAsyncServer(LanguageServer):
         # The collector stays paused until what the analysis allocated is frozen (heap.py): the
         # first allocation after it would otherwise traverse the whole new IR (at 50k lines,
         # building the diagnostics took 480 ms instead of 30).
-        fragments = responses.Fragments(state.uri, encoding, severity)
         with gc_paused():
-            result = analyzer.analyze(text, version, previous, encoding, fragments)
+            result = analyzer.analyze(text, version, previous, encoding)
             if previous is not None and previous_index is not None \
                     and previous_index.text is previous.text:
                 start, old_end, new_end = changed_span(previous.text, text)
@@ -366,8 +365,7 @@ class GpuAsyncServer(LanguageServer):
                 index = state.text_index
             else:
                 index = None
-            publication = responses.diagnostics(state.uri, result, index, encoding, severity,
-                                                fragments)
+            publication = responses.diagnostics(state.uri, result, index, encoding, severity)
             allocations = gc.get_count()[0]
             freeze_if_big(allocations)
         return result, index, publication, allocations

@@ -180,49 +180,6 @@ def test_server_analysis_places_findings_where_each_unit_is_analysed(encoding):
     assert _snapshot_small(shared) == _snapshot_small(alone)
 
 
-@pytest.mark.parametrize("crlf", [False, True])
-@pytest.mark.parametrize("ignored", [None, "sync-gpu-ops"])
-def test_first_publication_is_formatted_where_each_unit_is_analysed(crlf, ignored):
-    """Given the server's Fragments, both processes of a shared first analysis place each
-    unit they analyse (its line and column, counted as they go) and format its findings
-    there: the publication joins those fragments, formats none again, and is the one made
-    without them (or with a line index); a code that is not published is left out."""
-    import json
-
-    from gpu_async_lsp.config import DEFAULTS
-    from gpu_async_lsp.server import responses
-    from gpu_async_lsp.server.settings import severity_table
-    from gpu_async_lsp.text import LineIndex
-
-    text = (generate(12000).replace("%c1 = arith.constant 1 : index",
-                                    "%c1 = arith.constant 1 : index // Hôst 𝄞")
-            .replace("%c256 = arith.constant 256 : index",
-                     '%c256 = arith.constant {n = "é𝄞"} 256 : index gpu.wait', 300))
-    if crlf:
-        text = text.replace("\n", "\r\n")
-    severity = dict(severity_table(DEFAULTS))
-    if ignored:
-        severity[ignored] = None
-    uri = "file:///tmp/big.mlir"
-    fragments = responses.Fragments(uri, "utf-16", severity)
-    shared = Analyzer().analyze(text, 1, encoding="utf-16", fragments=fragments)
-    assert any(u.result._rebuild is not None for u in shared.units)  # both processes took units
-    placed = [u for u in shared.units if u.result.findings]
-    assert shared.places[0] == "utf-16"
-    made = {u.base: u.result.fragment for u in placed}
-    assert all(made[u.base] is not None and u.base in shared.places[1] for u in placed)
-    publication = responses.diagnostics(uri, shared, None, "utf-16", severity, fragments)
-    assert all(u.result.fragment is made[u.base] for u in placed)  # joined, not made again
-    single = Analyzer()
-    single.share_big_batches = False
-    alone = single.analyze(text, 1)
-    assert shared.places is not None and alone.places is None
-    expected = responses.diagnostics(uri, alone, LineIndex(text), "utf-16", severity)
-    assert json.loads(publication) == json.loads(expected)
-    codes = {d["code"] for d in json.loads(publication)["params"]["diagnostics"]}
-    assert "pre-existing-wait" in codes and ("sync-gpu-ops" in codes) == (ignored is None)
-
-
 class _Dead:
     def __call__(self):
         raise RuntimeError("a worker process failed: killed")

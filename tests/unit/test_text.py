@@ -113,33 +113,6 @@ def test_positions_of_equals_the_line_index_on_random_texts():
             assert positions_of(text, offsets, encoding) == want, (text, offsets, encoding)
 
 
-def test_line_counter_equals_positions_of_forward_backward_and_jumping():
-    """LineCounter (a unit's place, counted from the unit placed before it, by either process
-    of a shared first analysis: one goes forward, the other back) gives what positions_of
-    gives, on texts of "\n" and "\r\n" lines, ASCII or not, offsets between "\r" and "\n"
-    and out of range included; a text with a lone "\r" is not for it."""
-    import random
-
-    from gpu_async_lsp.text import ENCODINGS, LineCounter, positions_of
-
-    rng = random.Random(7)
-    pool = ["a", " ", "\n", "\r\n", "é", "𝄞", "字", "\t", "\x0b", "\u2028"]
-    for trial in range(3000):
-        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
-        offsets = [rng.randint(-2, len(text) + 2) for _ in range(rng.randint(1, 10))]
-        order = trial % 3
-        if order == 1:
-            offsets.sort()
-        elif order == 2:
-            offsets.sort(reverse=True)
-        assert LineCounter.usable(text)
-        for encoding in ENCODINGS:
-            counter = LineCounter(text, encoding)
-            got = [counter.position(o) for o in offsets]
-            assert got == positions_of(text, offsets, encoding), (text, offsets, encoding)
-    assert not LineCounter.usable("a\rb") and LineCounter.usable("a\r\nb")
-
-
 def _reference_apply(text: str, edits: list) -> str:
     """Edits applied one at a time from the last, in planned order among equal positions."""
     ordered = sorted(enumerate(edits), key=lambda ie: (ie[1].start, ie[1].end, ie[0]))
