@@ -64,7 +64,9 @@ def grammar_text() -> str:
     package that is not on disk (a zip)."""
     from pathlib import Path  # here: only a process that builds the parser needs it
 
-    here = Path(__file__).resolve().parents[1]
+    import gpu_async_lsp  # its folder, not this module's: a compiled build lies elsewhere
+
+    here = Path(gpu_async_lsp.__file__).resolve().parent
     for path in (here / "grammar" / "mlir.lark", here.parent / "grammar" / "mlir.lark"):
         if path.is_file():
             text = path.read_text("utf-8")

@@ -67,6 +67,32 @@ def test_grammar_found_from_installed_wheel_parses(wheel, tmp_path):
     assert int(proc.stdout) > 1000
 
 
+def test_wheel_carries_the_compiled_modules_and_its_install_loads_them(wheel, tmp_path):
+    """Built with a C compiler (CI's), the wheel holds the analysis's modules compiled, with
+    the manifest of their sources; its files, installed apart, load them."""
+    import os
+
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        if "gpu_async_lsp_compiled/manifest.txt" not in names:
+            if os.environ.get("CI"):
+                pytest.fail("the wheel has no compiled modules")
+            pytest.skip("no compiled modules in this wheel (no C compiler?)")
+        manifest = zf.read("gpu_async_lsp_compiled/manifest.txt").decode().splitlines()
+        zf.extractall(tmp_path / "site")
+    assert all(f"gpu_async_lsp_compiled/{line.split()[2]}" in names for line in manifest)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]);"
+            "import gpu_async_lsp.syntax.lexer as lexer, gpu_async_lsp._compiled as c;"
+            "print(len(c._built), lexer.__file__)")
+    env = {k: v for k, v in os.environ.items() if k != "GPU_ASYNC_LSP_PURE_PYTHON"}
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "site")], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    count, where = proc.stdout.split()
+    assert int(count) == len(manifest)
+    assert where.startswith(str(tmp_path / "site" / "gpu_async_lsp_compiled"))
+
+
 def test_grammar_builds_with_lark_strict_mode():
     from gpu_async_lsp.syntax.parser import build_parser
 

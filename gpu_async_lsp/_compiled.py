@@ -1,0 +1,72 @@
+"""The Cython builds of the analysis's modules (tools/compiled_build.py), loaded in place of
+their Python when the install has them and each was built from the source that is here now.
+
+A module whose source changed since the build (an editable install being worked on) is run
+as Python; so is every module with GPU_ASYNC_LSP_PURE_PYTHON=1 set, or without a build. The
+two are the same code: tests/unit/test_compiled.py compares what both make of the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+from importlib.machinery import ExtensionFileLoader, ModuleSpec
+
+PACKAGE = "gpu_async_lsp_compiled"
+PURE_ENV = "GPU_ASYNC_LSP_PURE_PYTHON"
+# The build's manifest: a line per module, "module crc32-of-its-source built-file" (no json,
+# pathlib or hashlib here: `check`'s start imports nothing it does not use).
+MANIFEST = "manifest.txt"
+
+loaded: dict[str, str] = {}  # module -> the built file it was loaded from
+_built: dict[str, str] = {}  # module -> its built file, if its source is unchanged
+
+
+def source_crc(data: bytes) -> str:
+    return f"{zlib.crc32(data):08x}"
+
+
+class _Finder:
+    """Finds the modules of `_built` (a meta path finder, before Python's own)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        where = _built.get(name)
+        if where is None:
+            return None
+        loaded[name] = where
+        spec = ModuleSpec(name, ExtensionFileLoader(name, where), origin=where)
+        spec.has_location = True  # its __file__: the built file
+        return spec
+
+
+def install() -> None:
+    """Put the finder of the built modules whose source is unchanged in front of Python's."""
+    if os.environ.get(PURE_ENV) or _built:
+        return
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds gpu_async_lsp/
+    # Beside the package (a wheel's install), else on the path (an editable install's
+    # build, in site-packages while the package is the checkout's).
+    for entry in (here, *sys.path):
+        root = os.path.join(entry or ".", PACKAGE)
+        if os.path.isfile(os.path.join(root, MANIFEST)):
+            break
+    else:
+        return
+    try:
+        with open(os.path.join(root, MANIFEST), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        for line in lines:
+            module, crc, file = line.split()
+            source = os.path.join(here, *module.split(".")) + ".py"
+            built = os.path.join(root, *file.split("/"))
+            with open(source, "rb") as f:
+                same = source_crc(f.read()) == crc
+            if same and os.path.isfile(built):
+                _built[module] = built
+    except (OSError, ValueError):
+        _built.clear()  # an unreadable build: Python only
+        return
+    if _built and not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())

@@ -1,0 +1,143 @@
+"""The Cython builds of the analysis's modules (tools/compiled_build.py, gpu_async_lsp/_compiled.py):
+loaded where the install has them and their sources are unchanged; what they make is what the
+Python makes, on the corpus and on generated host code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpu_async_lsp import _compiled
+from tests.corpora import CORPORA, require_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+from compiled_build import MODULES, source_crc  # noqa: E402
+
+sys.path.remove(str(ROOT / "tools"))
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+def _needs_build():
+    if not _compiled._built:
+        if IN_CI:  # .ci/run installs with a C compiler: the build must be there
+            pytest.fail("no compiled build of the analysis's modules was loaded")
+        pytest.skip("this install has no compiled build (no C compiler at install time?)")
+
+
+def test_every_module_of_the_build_is_loaded_compiled():
+    """CI's install compiles them all, and the modules the analysis imports are the built ones
+    (a module loaded as Python would show in its __file__)."""
+    _needs_build()
+    import importlib
+
+    assert set(_compiled._built) == set(MODULES)
+    for module in MODULES:
+        loaded = importlib.import_module(module)
+        assert loaded.__file__ == _compiled._built[module], module
+        assert not loaded.__file__.endswith(".py")
+
+
+_DIGEST = textwrap.dedent("""
+    import glob, hashlib, sys
+    import gpu_async_lsp._compiled as c
+    from gpu_async_lsp.syntax.parser import parse_document
+    from gpu_async_lsp.async_region import analyze
+    from gpu_async_lsp.ide.analysis import Analyzer
+    sys.path.insert(0, sys.argv[1])
+    from benchmarks.gen_host import generate
+    h = hashlib.sha256()
+    def dump(op):
+        g = op.gpu
+        return (op.name, op.name_start, op.name_end, op.start, op.end, op.generic,
+                [(v.name, v.start, v.end, v.index, v.count) for v in op.results], op.results_end,
+                [(v.name, v.start, v.end) for v in op.explicit_uses], list(op.spans),
+                [(s.path, s.start, s.end) for s in op.explicit_symbols],
+                op.symbol_name and (op.symbol_name.path, op.symbol_name.start, op.symbol_name.end),
+                g and (g.async_kw, g.deps_open, g.deps_close, [(v.name, v.start) for v in g.deps]),
+                op.result_types,
+                [[(b.label and b.label.name, [(a.name, a.start) for a in b.args],
+                   [dump(o) for o in b.ops], b.start, b.end) for b in r.blocks]
+                 for r in op.regions])
+    texts = [generate(3000, seed=s) for s in range(3)]
+    texts += [open(f, encoding="utf-8", errors="replace").read() for f in sys.argv[2:]]
+    for text in texts:
+        doc = parse_document(text)
+        for chunk in doc.chunks:
+            h.update(repr([dump(o) for o in chunk.ops]).encode())
+            h.update(repr(chunk.errors).encode() + repr(chunk.aliases).encode())
+        a = analyze(text)
+        h.update(repr(a.findings).encode())
+        if not a.has_syntax_errors:
+            h.update(a.fixed_text().encode())
+        served = Analyzer().analyze(text, 1, encoding="utf-16")
+        h.update(repr([(u.base, u.result.findings, u.result.positions("utf-16"))
+                       for u in served.units]).encode())
+    print(len(c._built), h.hexdigest())
+""")
+
+
+def _digest(files: list[str], pure: bool) -> tuple[int, str]:
+    env = dict(os.environ)
+    env.pop(_compiled.PURE_ENV, None)
+    if pure:
+        env[_compiled.PURE_ENV] = "1"
+    proc = subprocess.run([sys.executable, "-c", _DIGEST, str(ROOT), *files], env=env,
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    built, digest = proc.stdout.split()
+    return int(built), digest
+
+
+def test_compiled_and_python_make_the_same_ir_findings_and_fixes():
+    """The same IR (every field), syntax errors, findings, fixed text and placed findings of
+    the server's analysis, from the build and from the Python (GPU_ASYNC_LSP_PURE_PYTHON=1), on
+    generated host code and the corpora of real MLIR."""
+    _needs_build()
+    files = []
+    for corpus, (folder, _) in CORPORA.items():
+        require_corpus(corpus)
+        files += sorted(str(f) for f in folder.rglob("*.mlir"))
+    built, compiled = _digest(files, pure=False)
+    none, python = _digest(files, pure=True)
+    assert (built, none) == (len(MODULES), 0)
+    assert compiled == python
+
+
+def _fake_install(tmp_path: Path, edited: bool) -> str:
+    """A package with one module and a build manifest of it, in a folder of its own."""
+    pkg = tmp_path / "gpu_async_lsp"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_compiled.py").write_text((ROOT / "gpu_async_lsp" / "_compiled.py").read_text())
+    source = b"VALUE = 'python'\n"
+    (pkg / "mod.py").write_bytes(source + (b"# edited\n" if edited else b""))
+    built = tmp_path / _compiled.PACKAGE / "gpu_async_lsp"
+    built.mkdir(parents=True)
+    (built / "mod.cpython-311-x86_64-linux-gnu.so").write_bytes(b"not really a build")
+    (tmp_path / _compiled.PACKAGE / _compiled.MANIFEST).write_text(
+        f"gpu_async_lsp.mod {source_crc(source)} gpu_async_lsp/mod.cpython-311-x86_64-linux-gnu.so\n")
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import gpu_async_lsp._compiled as c;"
+             "c.install(); print(sorted(c._built))")
+    env = dict(os.environ)
+    env.pop(_compiled.PURE_ENV, None)
+    return subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, env=env, cwd=tmp_path).stdout.strip()
+
+
+def test_a_build_is_used_only_while_its_source_is_the_one_it_was_built_from(tmp_path):
+    """An edited module of an editable install runs as Python, not as its stale build."""
+    assert _fake_install(tmp_path / "same", edited=False) == "['gpu_async_lsp.mod']"
+    assert _fake_install(tmp_path / "edited", edited=True) == "[]"
+
+
+def test_the_build_lists_the_modules_it_compiles_from_sources_that_exist():
+    for module in MODULES:
+        assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), module
+    assert source_crc(b"x") == _compiled.source_crc(b"x")
