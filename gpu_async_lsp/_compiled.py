@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import zlib
-from importlib.machinery import ExtensionFileLoader, ModuleSpec
+from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
 
 PACKAGE = "gpu_async_lsp_compiled"
 PURE_ENV = "GPU_ASYNC_LSP_PURE_PYTHON"
@@ -63,7 +63,9 @@ def install() -> None:
             built = os.path.join(root, *file.split("/"))
             with open(source, "rb") as f:
                 same = source_crc(f.read()) == crc
-            if same and os.path.isfile(built):
+            # Built for this Python and platform: named with its full tag (a build copied
+            # from another Python or platform is left alone).
+            if same and built.endswith(EXTENSION_SUFFIXES[0]) and os.path.isfile(built):
                 _built[module] = built
     except (OSError, ValueError):
         _built.clear()  # an unreadable build: Python only

@@ -9,6 +9,7 @@ pure Python, so one .vsix serves every platform), plus the LICENSE. Run by `npm 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -26,10 +27,12 @@ def main() -> int:
     if LIBS.exists():
         shutil.rmtree(LIBS)
     LIBS.mkdir(parents=True)
-    # Not editable, no bytecode (the user's interpreter writes its own), only wheels' files.
+    # Not editable, no bytecode (the user's interpreter writes its own), only wheels' files;
+    # the server's modules as Python (not compiled for this machine's Python and platform: the
+    # .vsix runs with any Python >= 3.11, anywhere).
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                     "--no-compile", "--no-warn-script-location", "--target", str(LIBS), str(ROOT)],
-                   check=True)
+                   check=True, env={**os.environ, "GPU_ASYNC_LSP_PURE_PYTHON": "1"})
     # Console scripts point at the interpreter that built the bundle: not the user's.
     shutil.rmtree(LIBS / "bin", ignore_errors=True)
     for cache in list(LIBS.rglob("__pycache__")):

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pytest
@@ -110,7 +111,7 @@ def test_compiled_and_python_make_the_same_ir_findings_and_fixes():
     assert compiled == python
 
 
-def _fake_install(tmp_path: Path, edited: bool) -> str:
+def _fake_install(tmp_path: Path, edited: bool, suffix: str | None = None) -> str:
     """A package with one module and a build manifest of it, in a folder of its own."""
     pkg = tmp_path / "gpu_async_lsp"
     pkg.mkdir(parents=True)
@@ -120,9 +121,10 @@ def _fake_install(tmp_path: Path, edited: bool) -> str:
     (pkg / "mod.py").write_bytes(source + (b"# edited\n" if edited else b""))
     built = tmp_path / _compiled.PACKAGE / "gpu_async_lsp"
     built.mkdir(parents=True)
-    (built / "mod.cpython-311-x86_64-linux-gnu.so").write_bytes(b"not really a build")
+    name = "mod" + (suffix or EXTENSION_SUFFIXES[0])
+    (built / name).write_bytes(b"not really a build")
     (tmp_path / _compiled.PACKAGE / _compiled.MANIFEST).write_text(
-        f"gpu_async_lsp.mod {source_crc(source)} gpu_async_lsp/mod.cpython-311-x86_64-linux-gnu.so\n")
+        f"gpu_async_lsp.mod {source_crc(source)} gpu_async_lsp/{name}\n")
     probe = ("import sys; sys.path.insert(0, sys.argv[1]); import gpu_async_lsp._compiled as c;"
              "c.install(); print(sorted(c._built))")
     env = dict(os.environ)
@@ -135,6 +137,13 @@ def test_a_build_is_used_only_while_its_source_is_the_one_it_was_built_from(tmp_
     """An edited module of an editable install runs as Python, not as its stale build."""
     assert _fake_install(tmp_path / "same", edited=False) == "['gpu_async_lsp.mod']"
     assert _fake_install(tmp_path / "edited", edited=True) == "[]"
+
+
+def test_a_build_for_another_python_or_platform_is_not_loaded(tmp_path):
+    """A build copied from elsewhere (another Python's ABI tag) is left alone: Python runs."""
+    other = ".cpython-399-sparc-sunos.so"
+    assert other not in EXTENSION_SUFFIXES
+    assert _fake_install(tmp_path, edited=False, suffix=other) == "[]"
 
 
 def test_the_build_lists_the_modules_it_compiles_from_sources_that_exist():
