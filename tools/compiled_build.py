@@ -34,16 +34,23 @@ MODULES = (
     "gpu_async_lsp.ide.analysis",
     "gpu_async_lsp.text",
 )
-PACKAGE = "gpu_async_lsp_compiled"
-PURE_ENV = "GPU_ASYNC_LSP_PURE_PYTHON"
-MANIFEST = "manifest.txt"  # what gpu_async_lsp/_compiled.py reads: "module crc32 file" lines
 
 
-def source_crc(data: bytes) -> str:
-    """As gpu_async_lsp/_compiled.py checks it (this hook runs without the package)."""
-    import zlib
+def _loader_module():
+    """gpu_async_lsp/_compiled.py, read on its own (the hook runs without the package): the
+    names and the source check the build must agree with."""
+    import importlib.util
 
-    return f"{zlib.crc32(data):08x}"
+    path = Path(__file__).resolve().parents[1] / "gpu_async_lsp" / "_compiled.py"
+    spec = importlib.util.spec_from_file_location("_gpu_async_lsp_compiled_loader", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_loader = _loader_module()
+PACKAGE, PURE_ENV, MANIFEST = _loader.PACKAGE, _loader.PURE_ENV, _loader.MANIFEST
+source_crc = _loader.source_crc
 
 
 def source_of(root: Path, module: str) -> Path:

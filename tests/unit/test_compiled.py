@@ -15,12 +15,9 @@ import pytest
 
 from gpu_async_lsp import _compiled
 from tests.corpora import CORPORA, require_corpus
+from tools.compiled_build import MODULES, source_crc
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-from compiled_build import MODULES, source_crc  # noqa: E402
-
-sys.path.remove(str(ROOT / "tools"))
 
 IN_CI = bool(os.environ.get("CI"))
 
@@ -139,6 +136,19 @@ def test_a_build_is_used_only_while_its_source_is_the_one_it_was_built_from(tmp_
     assert _fake_install(tmp_path / "edited", edited=True) == "[]"
 
 
+def test_an_unreadable_manifest_leaves_python_running(tmp_path):
+    """A manifest cut short, of garbage or not UTF-8: nothing is loaded, nothing fails."""
+    for i, garbage in enumerate((b"gpu_async_lsp.mod\n", b"\xff\xfe\x00 x y\r\n", b"a b\n")):
+        root = tmp_path / str(i)
+        assert _fake_install(root, edited=False) == "['gpu_async_lsp.mod']"
+        (root / _compiled.PACKAGE / _compiled.MANIFEST).write_bytes(garbage)
+        probe = ("import sys; sys.path.insert(0, sys.argv[1]); import gpu_async_lsp._compiled as c;"
+                 "c.install(); print(sorted(c._built))")
+        run = subprocess.run([sys.executable, "-c", probe, str(root)], capture_output=True,
+                             text=True, timeout=60, cwd=root)
+        assert (run.returncode, run.stdout.strip(), run.stderr) == (0, "[]", "")
+
+
 def test_a_build_for_another_python_or_platform_is_not_loaded(tmp_path):
     """A build copied from elsewhere (another Python's ABI tag) is left alone: Python runs."""
     other = ".cpython-399-sparc-sunos.so"
@@ -149,4 +159,4 @@ def test_a_build_for_another_python_or_platform_is_not_loaded(tmp_path):
 def test_the_build_lists_the_modules_it_compiles_from_sources_that_exist():
     for module in MODULES:
         assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), module
-    assert source_crc(b"x") == _compiled.source_crc(b"x")
+    assert source_crc(b"x") == _compiled.source_crc(b"x") == f"{0x8cdc1683:08x}"
