@@ -605,7 +605,10 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
                     user_data.glob("logs/**/exthost.log")):
                 logs.append(f"--- {ext_log}\n{ext_log.read_text(errors='replace')[-8000:]}")
             print(show_logs())
-        assert ok, f"the VS Code driver failed; screenshots in {artifacts}\n{show_logs()[-6000:]}"
+        # The driver's own words last: a CI report that keeps only the tail of the message
+        # shows why it failed, not the end of the trace log.
+        assert ok, (f"the VS Code driver failed; screenshots in {artifacts}\n"
+                    f"{show_logs()[-4000:]}\n--- again, the driver's output\n{out[-2000:]}")
         if os.environ.get("GPU_ASYNC_UPDATE_SCREENSHOTS") == "1" and not path:
             for (shot_scenario, shot), name in SCREENSHOTS.items():
                 if shot_scenario == scenario:

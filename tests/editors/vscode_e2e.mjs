@@ -349,7 +349,8 @@ async function openBlockedUnderLlvm22(page, why) {
   await runCommand(page, "View: Focus Problems");
   const hintRow = page.locator(".markers-panel .monaco-list-row", { hasText: s.hint }).first();
   await hintRow.waitFor({ state: "visible", timeout: 60000 });
-  await hintRow.locator(".codicon-info").first().waitFor({ timeout: 5000 });
+  // (attached: a selected row shows its quick fix's lightbulb over the severity icon)
+  await hintRow.locator(".codicon-info").first().waitFor({ state: "attached", timeout: 5000 });
   try {
     await lensLink(s.title).waitFor({ state: "visible", timeout: 10000 });
   } catch {
