@@ -299,8 +299,13 @@ async def test_request_after_shutdown_gets_invalid_request(start_server):
     assert error.value.code == -32600
 
 
-def test_batch_request_gets_one_invalid_request_error_per_request():
-    """pytest-lsp's client cannot read a batch answer: this one is a bare pipe."""
+async def test_batch_request_gets_one_invalid_request_error_per_request():
+    """pytest-lsp's client cannot read a batch answer: this one is a bare pipe (blocking reads,
+    so in a thread: the module's tests share one event loop)."""
+    await asyncio.to_thread(_batch_request_gets_one_invalid_request_error_per_request)
+
+
+def _batch_request_gets_one_invalid_request_error_per_request() -> None:
     with RawServer() as server:
         server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                      "params": {"capabilities": {}}})
