@@ -18,9 +18,12 @@ import sys
 import threading
 
 from gpu_async_lsp.async_region import analyze
-from gpu_async_lsp.async_region.findings import Finding
+from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.async_region.findings import Finding, Severity
 from gpu_async_lsp.async_region.rewriter import ORIGINAL
 from gpu_async_lsp.edits import SortedEdits
+from gpu_async_lsp.syntax import undefined_aliases
+from gpu_async_lsp.syntax.lexer import split_chunks
 from gpu_async_lsp.syntax.parser import (
     LeafShare,
     leaf_counts,
@@ -69,6 +72,22 @@ def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
 
 def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGINAL,
                       thread_launch: bool = False, fix: bool = False) -> ShareResult:
+    """Findings, edits, rewritten-function anchors and whether any syntax error was found
+    (`_analyzed_in_shares`, and the aliases each chunk uses and does not define, looked for
+    once in the whole text)."""
+    findings, edits, anchors, errors = _analyzed_in_shares(text, strict, jobs, semantics,
+                                                           thread_launch, fix)
+    undefined = undefined_aliases(text, split_chunks(text))
+    if undefined:
+        findings = sorted([*findings, *(Finding(F.SYNTAX, u.message, u.start, u.end,
+                                                Severity.ERROR) for u in undefined)],
+                          key=lambda f: (f.start, f.end, f.code))
+        errors = True
+    return findings, edits, anchors, errors
+
+
+def _analyzed_in_shares(text: str, strict: bool, jobs: int, semantics: str, thread_launch: bool,
+                        fix: bool) -> ShareResult:
     """Findings, edits, rewritten-function anchors and whether any syntax error was found.
 
     A big buffer's blocks of leaf units are analysed by `jobs` processes (this one and forked

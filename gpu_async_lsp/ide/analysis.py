@@ -32,7 +32,7 @@ from gpu_async_lsp.async_region.rewriter import (
 from gpu_async_lsp.edits import TextEdit, apply_edits
 from gpu_async_lsp.ide.cache import UnitCache
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT
-from gpu_async_lsp.syntax import Chunk, Document, Op
+from gpu_async_lsp.syntax import Chunk, Document, Op, undefined_aliases
 from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, Unit, tokenize_lines
 from gpu_async_lsp.syntax.parser import (
     OP_WORDS,
@@ -454,6 +454,7 @@ class Analyzer:
                   if self.share_big_batches and _chunks_worth_sharing(text, chunks) else None)
         if shared is not None:
             headers, placed, containers, errors = shared
+            errors |= _undefined_aliases(text, chunks, headers)
             if marked:
                 headers.extend(_problems_outside_units(text, placed))
             return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
@@ -478,6 +479,7 @@ class Analyzer:
                     p = placed[i]
                     placed[i] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
                 errors |= result.syntax_error
+        errors |= _undefined_aliases(text, chunks, headers)
         if marked:
             headers.extend(_problems_outside_units(text, placed))
         return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
@@ -669,6 +671,8 @@ class Analyzer:
             return None
         if _STRUCTURAL.search(old, start, old_end) or _STRUCTURAL.search(text, start, new_end):
             return None
+        if _touches_alias(old, start, old_end) or _touches_alias(text, start, new_end):
+            return None  # which aliases are used may change: the chunk is looked at again
         # A comment or string on the edited lines can change extent with the edit.
         line_begin = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", new_end)
@@ -895,6 +899,26 @@ def _problems_outside_units(text: str, placed: list[PlacedUnit]) -> list[Finding
         if i < 0 or d.start >= placed[i].end:
             out.extend(d.problems)
     return out
+
+
+def _undefined_aliases(text: str, chunks: list[tuple[int, int]], findings: list) -> bool:
+    """Add a syntax finding for each alias a chunk uses and does not define; any?"""
+    undefined = undefined_aliases(text, chunks)
+    findings.extend(_syntax_finding(u.message, u.start, u.end) for u in undefined)
+    return bool(undefined)
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")
+
+
+def _touches_alias(text: str, start: int, end: int) -> bool:
+    """Does text[start:end] hold a `#`/`!`, or lie in a name that one starts (`#map`)?"""
+    if "#" in text[start:end] or "!" in text[start:end]:
+        return True
+    k = start
+    while k > 0 and text[k - 1] in _NAME_CHARS:
+        k -= 1
+    return k > 0 and text[k - 1] in "#!"
 
 
 def _syntax_finding(message: str, start: int, end: int) -> Finding:

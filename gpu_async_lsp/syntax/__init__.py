@@ -4,6 +4,7 @@ Knows the grammar and the text; must not import pygls, lsprotocol or the analysi
 This package is the only place that imports lark.
 """
 
+from gpu_async_lsp.syntax.aliases import undefined_aliases
 from gpu_async_lsp.syntax.ir import Alias, Block, Chunk, Document, Op, Region, SyntaxIssue, ValueRef
 from gpu_async_lsp.syntax.parser import parse_document
 
@@ -17,4 +18,5 @@ __all__ = [
     "SyntaxIssue",
     "ValueRef",
     "parse_document",
+    "undefined_aliases",
 ]

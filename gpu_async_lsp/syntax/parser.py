@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
 from gpu_async_lsp.syntax import gpu_formats, refs
+from gpu_async_lsp.syntax.aliases import undefined_aliases
 from gpu_async_lsp.syntax.braces import OP_WORDS
 from gpu_async_lsp.syntax.ir import (
     Alias,
@@ -741,7 +742,10 @@ def split_document(text: str) -> list[tuple[int, int, list[Unit]]]:
 def parse_document(text: str, share: LeafShare | None = None,
                    layout: list[tuple[int, int, list[Unit]]] | None = None) -> Document:
     """Parse a whole buffer (or, with `share`, only some of its leaf units; `layout` is
-    `split_document(text)` when the caller has it already). Never raises for any input."""
+    `split_document(text)` when the caller has it already). Never raises for any input.
+    The whole buffer's chunks also report the aliases they use and do not define (a share's
+    caller looks for those once, in the whole text: `aliases.undefined_aliases`)."""
+    whole = share is None
     share = share or LeafShare()
     if layout is None:
         layout = split_document(text)
@@ -753,7 +757,10 @@ def parse_document(text: str, share: LeafShare | None = None,
             if not share.holds(a, b):
                 share.index = b
                 continue
-        chunks.append(parse_chunk(text, start, end, share, units))
+        chunk = parse_chunk(text, start, end, share, units)
+        if whole:
+            chunk.errors.extend(undefined_aliases(text, [(start, end)]))
+        chunks.append(chunk)
     return Document(text, chunks)
 
 
