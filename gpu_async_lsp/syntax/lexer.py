@@ -80,9 +80,12 @@ _SUFFIX_ID = r"(?:\d+|[A-Za-z_$.\-][\w$.\-]*)"
 # blanks before it, as they were dropped when nothing matched there.
 _TOKEN_ALTERNATIVES = [
     rf"(?P<value>%{_SUFFIX_ID}(?:#\d+)?)",
+    # A dotted name takes no `<...>` body: builtin types and attributes have no dot, dialect
+    # ones a sigil (`!llvm.ptr<1>`); it is an op name (`vector.reduction<add>`).
+    r"(?P<dotted>[A-Za-z_][\w$]*+\.[\w$.]*+)",
     rf"(?P<bare>{_IDENT})(?P<blob>{_BODY})?",
     r"(?P<meta>\{-#.*?#-\})",
-    r"(?P<punct>[(){}\[\]<>=,:*+?|])",
+    r"(?P<punct>[(){}\[\]<>=,:*+?|]|\.\.\.)",  # `...`: a variadic signature's ellipsis
     r"(?P<comment>//[^\n]*)",
     rf"(?P<symbol>{SYMBOL_REF})",
     r"(?P<arrow>->)",
@@ -166,7 +169,7 @@ def _raw_token(text: str, m: re.Match, kind: str, line_start: bool) -> RawToken:
     tok = text[s:e]
     if kind == "punct" or kind == "minus":
         kind = tok
-    elif kind == "blob" and not tok.endswith(">"):
+    elif kind == "dotted" or (kind == "blob" and not tok.endswith(">")):
         kind = "bare"
     return tuple.__new__(RawToken, (kind, s, e, tok, line_start))
 
@@ -266,7 +269,16 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     pos = start
     fine = False  # inside an exactly modeled GPU op that did not match its format
     scan = TOKEN_RE  # _TOKEN_NO_META_RE once a `{-#` found no `#-}` before `end`
+    line_first = 0  # index in `out` of the first token of the last line read token by token
     while pos < end:
+        if out and out[-1].kind in _UNFINISHED_KINDS and not (
+                out[-1].kind == ":" and line_first < len(out)
+                and out[line_first].kind == "caret"):  # `^bb1(...):`, a block label
+            # The line before ended inside an op (`%0 =`, `(`, `,`): this line goes on with it,
+            # token by token, whatever it looks like (`linalg.matmul ...` after `%0` `=`).
+            line_first = len(out)
+            pos, scan = _fine_line(text, pos, end, out, scan)
+            continue
         m = line_match(text, pos, end)
         if m is None and pos >= no_head_before:
             run = _RESULTS_RUN_RE.match(text, pos, end)
@@ -293,6 +305,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
             rest = text[rest_start:rest_end]
             if not fine and ("." in rest or "return" in rest) and midline_op(rest):
                 fine = True  # a second op on the line: token by token (rare)
+                line_first = len(out)
                 pos, scan = _fine_line(text, pos, end, out, scan)
                 fine = False
                 continue
@@ -317,9 +330,13 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                 append(new(RawToken, ("}", c.end() - 1, c.end(), "}", True)))
                 pos = c.end()
                 continue
+        line_first = len(out)
         pos, scan = _fine_line(text, pos, end, out, scan)
     return out
 
+
+# Raw-token kinds that end a line inside an op (UNFINISHED_LINE_ENDS; `->` is "arrow").
+_UNFINISHED_KINDS = frozenset("arrow" if e == "->" else e for e in UNFINISHED_LINE_ENDS)
 
 # A line that holds only `}` (after blank and comment lines); its end is left to the next line.
 _CLOSE_LINE_RE = regex_cache.compile(

@@ -10,7 +10,8 @@ with this parser, which reads generic form exactly). Two differences are not dif
   or `end` are taken for terminators), and a region of an op without blocks (`({})` of a declaration in generic
   form) is no region in custom form;
 - the custom form of linalg's named ops (`linalg.matmul ins(...) outs(...)`) builds their
-  region: it is in the generic print only (op_tables.IMPLICIT_REGION_OPS);
+  region: it is in the generic print only (op_tables.IMPLICIT_REGION_OPS); so does the short
+  form of `linalg.map`/`linalg.reduce` (`{ arith.addf }`, prelex.SHORT_FORM_OPS);
 - the implicit top-level `builtin.module` that MLIR wraps around a text without one.
 
 Used by the corpus tests and by `tools/corpus_check.py`. No lark, pygls or lsprotocol here.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from gpu_async_lsp.op_tables import IMPLICIT_REGION_OPS, KNOWN_OPS, TERMINATOR_OPS
 from gpu_async_lsp.syntax.ir import Document, Op
+from gpu_async_lsp.syntax.prelex import SHORT_FORM_OPS
 
 Tree = tuple  # (name, regions); regions: tuple[tuple[tuple[Tree, ...], ...], ...]
 
@@ -70,7 +72,7 @@ def _strip_terminators(ref: Tree, ours: Tree) -> Tree:
     """`ref` without the trailing terminators that `ours` lacks (elided in custom form)."""
     name, ref_regions = ref
     our_regions = ours[1]
-    if not our_regions and name in IMPLICIT_REGION_OPS:
+    if not our_regions and (name in IMPLICIT_REGION_OPS or name in SHORT_FORM_OPS):
         return (name, ())
     regions = []
     for ri, rblocks in enumerate(ref_regions):

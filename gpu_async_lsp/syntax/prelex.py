@@ -50,6 +50,20 @@ CONTAINER_CLOSE = ""
 # kind "arrow"), and a `{` (nothing ends an op with an opening brace).
 _CONTINUATION = frozenset({"arrow" if e == "->" else e for e in UNFINISHED_LINE_ENDS} | {"{"})
 
+# Ops whose short form names the op of their body in braces right after the op name
+# (`linalg.map { arith.negf } ins(...) outs(...)`): LLVM builds that body itself, so the
+# braces hold no region of the text (linalg's printShortForm / parseDstStyleOp).
+SHORT_FORM_OPS = frozenset({"linalg.map", "linalg.reduce"})
+
+# Ops whose custom parser (function_interface_impl::parseFunctionOp) rejects a body of no
+# block: `func.func @f() {` then `}` (with named arguments the entry block holds them).
+_FUNCTION_OPS = frozenset({"func.func", "async.func"})
+
+# What cannot follow a `{`: MLIR's region starts with an op or a block label, its attribute
+# dictionary with an entry's name or its `}`. (Not `[`: a custom format may take `{[` for a
+# list, transform's `ops{["linalg.matmul"]}`; a dictionary's unclosed `[` is caught at its `}`.)
+_NO_BRACE_START = frozenset({"{", "(", "<", ")", "]", ">", "=", ",", ":", "arrow"})
+
 # Body modes of the op being read.
 _BODY = 0  # merge into BODY tokens
 _FINE = 1  # exact GPU op: token by token
@@ -128,13 +142,17 @@ class _Frame:
     """A region (or the unit's top level): where ops start."""
 
     __slots__ = ("dialect", "paren", "in_op", "mode", "op_name", "generic", "top", "attr_depth",
-                 "label", "deps_seen", "after_region")
+                 "label", "deps_seen", "after_region", "attr_open", "attr_paren", "angle", "angle_at")
 
     def __init__(self, dialect: str | None, top: bool):
         self.dialect = dialect
         self.top = top
         self.paren = 0  # ( and [ depth inside the current op
         self.attr_depth = 0  # { } depth of attribute dictionaries inside a BODY run
+        self.attr_open = -1  # offset of the `{` that took attr_depth from 0 to 1
+        self.attr_paren = 0  # ( and [ depth inside attribute dictionaries
+        self.angle = 0  # `<` punctuation (properties `<{...}>`) not closed by `>` yet
+        self.angle_at = -1  # offset of the `<` that took `angle` from 0 to 1
         self.in_op = False
         self.mode = _BODY
         self.op_name: str | None = None
@@ -146,9 +164,12 @@ class _Frame:
     def begin(self, op_name: str | None = None, mode: int = _BODY, generic: bool = False,
               label: bool = False) -> None:
         """A new op (or block label, or alias) starts in this frame."""
+        if self.angle:
+            raise _unclosed_angle(self)
         self.in_op = True
         self.paren = 0
         self.attr_depth = 0
+        self.attr_paren = 0
         self.op_name = op_name
         self.generic = generic
         self.mode = mode
@@ -241,12 +262,32 @@ class PreLexer:
         if self.pending:
             self.flush_ops()
         raw = self.raw
+        for f in reversed(self.frames):
+            if f.attr_depth:  # a `{` read as a dictionary's that nothing closed
+                raise PrelexError("expected '}' to match this '{'", f.attr_open, f.attr_open + 1)
+            if f.angle:
+                raise _unclosed_angle(f)
         if len(self.frames) > 1:
             pos = raw[-1].end if raw else 0
             raise PrelexError("expected '}' to close the region", pos, pos)
         if self.frames[-1].paren:
             raise PrelexError("expected ')'", raw[-1].end, raw[-1].end)
         return self.out
+
+    def tokens_ahead(self, i: int) -> None:
+        """Cut the line items after raw[i] into raw tokens, up to the first `)`: a launch
+        configuration (`threads` then `in (%c1,` on the next line) is read token by token."""
+        raw = self.raw
+        k = i + 1
+        while k < len(raw):
+            u = raw[k]
+            if u.kind == "line" or u.kind == "gpuline":
+                raw[k:k + 1] = tokenize(self.text, u.start, u.end)  # rare: inserted in place
+                self.known.hi = 0
+                continue
+            if u.kind == ")":
+                return
+            k += 1
 
     def splice_tokens(self, i: int, start: int, end: int) -> int:
         """Cut the line item raw[i] (text[start:end]) into raw tokens; their first index."""
@@ -298,7 +339,7 @@ class PreLexer:
             started = self.op_from_line(i, t, f)
             if started is not None:
                 return started
-        if f.mode != _BODY or f.label or f.attr_depth:
+        if f.mode != _BODY or f.label or f.attr_depth or f.angle:
             return self.splice_tokens(i, t.start, t.end)
         # A continuation line of the current op.
         self.extend_body(t.start, t.end)
@@ -314,6 +355,10 @@ class PreLexer:
         back to `<dialect>.<name>`). None when the line continues the op before."""
         text = self.text
         if t.kind == "gpuline":
+            if _goes_on(self.raw, i + 1, f, self.known):
+                # Its format matched up to the line's end, but MLIR reads on over the line
+                # break (`%e = gpu.wait` then `async`): token by token.
+                return self.splice_tokens(i, t.start, t.end)
             self.flush()
             _emit_gpu_line(text, t, f, self.out)
             return i + 1
@@ -364,6 +409,8 @@ class PreLexer:
                 return self.async_clause(i, t, f)
             f.mode = _BODY
         if f.mode == _FINE and not (kind == "}" and f.paren == 0):
+            if kind == "bare" and t.text in _LAUNCH_PARTS:
+                self.tokens_ahead(i)
             return _fine_token(self.text, raw, i, f, self.out)
         return self.body_token(i, t, f)
 
@@ -414,15 +461,36 @@ class PreLexer:
             f.mode = _BODY
         return j
 
+    def named_arguments(self, brace: int) -> bool:
+        """Does the op whose region opens at `brace` name arguments (`%a: i32`) before it? Its
+        entry block then has them, and a body `{` `}` is a block (function_interface_impl)."""
+        for tok in reversed(self.out):
+            if tok.type == "OP_NAME":
+                return "%" in self.text[tok.end_pos:brace]
+        return False
+
     def body_token(self, i: int, t, f: _Frame) -> int:
         """A token of an op in custom syntax we cannot know: merged into its BODY run, except
         a `{` that opens a region (braces.opens_region decides) and the `}` that closes one."""
         kind = t.kind
         if kind == "{":
-            if f.attr_depth or not _opens_region(self.text, self.raw, i, f):
+            if i + 1 < len(self.raw) and self.raw[i + 1].kind in _NO_BRACE_START:
+                # Neither an op (a region) nor an entry (a dictionary) starts so.
+                self.flush()
+                u = self.raw[i + 1]
+                raise PrelexError(f"expected an operation or an attribute name, found "
+                                  f"'{u.text[:40]}'", u.start, u.end)
+            if (f.attr_depth or not _opens_region(self.text, self.raw, i, f)
+                    or (f.op_name in SHORT_FORM_OPS and self.body_start < 0
+                        and self.out[-1].type == "OP_NAME")):
+                if not f.attr_depth:
+                    f.attr_open = t.start
                 f.attr_depth += 1  # a brace of an attribute dictionary: part of the body
             else:
                 self.flush()
+                if (f.op_name in _FUNCTION_OPS and not f.generic and i + 1 < len(self.raw)
+                        and self.raw[i + 1].kind == "}" and not self.named_arguments(t.start)):
+                    raise PrelexError("expected non-empty function body", t.start, t.end)
                 self.out.append(Token("LBRACE_REGION", "{", t.start, t.end))
                 # MLIR pushes the owner's OpAsmOpInterface::getDefaultDialect(), "" for others.
                 self.frames.append(_Frame(DEFAULT_DIALECT.get(f.op_name or ""), False))
@@ -430,6 +498,9 @@ class PreLexer:
         elif kind == "}":
             if f.attr_depth:
                 f.attr_depth -= 1  # closes an attribute dictionary: part of the body
+                if f.attr_paren and not f.attr_depth:
+                    self.flush()
+                    raise PrelexError("expected ')' or ']' before '}'", t.start, t.end)
             else:
                 self.flush()
                 if f.paren:
@@ -438,6 +509,10 @@ class PreLexer:
                 return i + 1
         if f.attr_depth == 0:
             _count_paren(f, t)
+        elif kind == "(" or kind == "[":
+            f.attr_paren += 1
+        elif kind == ")" or kind == "]":
+            f.attr_paren -= 1
         self.extend_body(t.start, t.end)
         return i + 1
 
@@ -461,30 +536,83 @@ def _ends_after_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
     if t.text == "loc" and kind in ("line", "bare"):
         return False  # the op's trailing location, which MLIR reads after any format
     if kind == "line" or kind == "gpuline":
-        return _starts_op_line(t, f) or not _keyword_before_region(raw, i)
+        return _starts_op_line(t, f) or not _keyword_before_region(raw, i, f, known)
     if kind == "}" or kind == "caret" or kind == "meta":
         return True
     if kind == "value":
         return _results_end(raw, i, known) is not None
     if kind == "bare":
-        return _resolve(t.text, f) is not None or not _keyword_before_region(raw, i)
+        return _resolve(t.text, f) is not None or not _keyword_before_region(raw, i, f, known)
     if kind == "string":
-        return i + 1 < len(raw) and raw[i + 1].kind == "("
+        return _generic_start(raw, i, f)
     if kind in ("hash", "bang"):
         return f.top and i + 1 < len(raw) and raw[i + 1].kind == "="
     return False
 
 
-def _keyword_before_region(raw: list, i: int) -> bool:
-    """Does the line that starts with the bare word raw[i] open a region (`else {`, `case 2 {`)
-    before it closes anything?"""
+def _keyword_before_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
+    """Does the bare word raw[i] open a region (`else {`, `case 2 {`) before it closes anything
+    or something new starts (MLIR reads on over line breaks: `else` and `{` may be on lines of
+    their own)?"""
     for j in range(i + 1, len(raw)):
         u = raw[j]
-        if u.line_start or u.kind == "}":
-            return False
         if u.kind == "{":
             return True
+        if u.kind == "}" or (u.line_start and not _goes_on(raw, j, f, known)):
+            return False
     return False
+
+
+def _goes_on(raw: list, j: int, f: _Frame, known: _ResultRun) -> bool:
+    """Does the item raw[j], first on its line, go on with the op before it? MLIR ignores line
+    breaks between an op's tokens: a line goes on with the op unless it starts something
+    (a result list and an op name, an op name, a generic op `"d.op"(`, a block label, a `}`,
+    metadata, an alias), as MLIR's parser finds it there."""
+    if j >= len(raw):
+        return False
+    u = raw[j]
+    kind = u.kind
+    if kind == "line" or kind == "gpuline":
+        return not _starts_op_line(u, f)
+    if kind == "}" or kind == "caret" or kind == "meta":
+        return False
+    if kind == "value":
+        eq = _results_end(raw, j, known)
+        return eq is None or not _names_op(raw, eq + 1)
+    if kind == "bare":
+        return _resolve(u.text, f) is None
+    if kind == "string":
+        return not _generic_start(raw, j, f)
+    if kind in ("hash", "bang"):
+        return not (f.top and j + 1 < len(raw) and raw[j + 1].kind == "=")
+    return True
+
+
+def _names_op(raw: list, j: int) -> bool:
+    """Is raw[j], right after a result list's `=`, an op name (bare, or a generic `"d.op"(`)?"""
+    if j >= len(raw):
+        return True  # the grammar reports the missing name
+    k = raw[j].kind
+    return k == "bare" or k == "line" or (
+        k == "string" and j + 1 < len(raw) and raw[j + 1].kind == "(")
+
+
+def _generic_start(raw: list, i: int, f: _Frame) -> bool:
+    """Is the string raw[i] the name of an op in generic form, `"dialect.op"(%a, %b)`? Inside
+    an op that may go on, a string is one of its operands unless it has a dialect prefix and
+    a list of values only follows (MLIR's generic-operation): `emitc.call_opaque` then
+    `"expf" (%6)`, `pdl.operation` then `"kernel.GD" (%a : !pdl.value)` go on with the op."""
+    n = len(raw)
+    if not (i + 1 < n and raw[i + 1].kind == "("):
+        return False
+    if not f.in_op:
+        return True
+    if "." not in raw[i].text:
+        return False
+    j = i + 2
+    while j < n and (raw[j].kind == "value" or raw[j].kind == ","):
+        j += 1
+    return j < n and raw[j].kind == ")"
 
 
 def _packable(raw: list, i: int, f: _Frame) -> str | None:
@@ -661,8 +789,8 @@ def _start_op(raw, i, f: _Frame, out: list, flush, known: _ResultRun) -> int | N
     j = i
     if kind == "value":
         eq = _results_end(raw, i, known)
-        if eq is None:
-            return None
+        if eq is None or (f.in_op and not _names_op(raw, eq + 1)):
+            return None  # an operand (`scf.for` then `%i = %c0 to ...` on the next line)
         flush()
         out.append(_results(None, raw[i].start, raw[eq - 1].end, raw[i:eq]))
         j = eq + 1
@@ -685,7 +813,7 @@ def _start_op(raw, i, f: _Frame, out: list, flush, known: _ResultRun) -> int | N
         flush()
         _emit_name(t, qualified, f, out)
         return i + 1
-    if kind == "string" and i + 1 < n and raw[i + 1].kind == "(":
+    if kind == "string" and _generic_start(raw, i, f):
         flush()
         _emit_generic(t, f, out)
         return i + 1
@@ -767,6 +895,7 @@ def _fine_token(text: str, raw, i: int, f: _Frame, out: list) -> int:
     return i + 1
 
 
+_LAUNCH_PARTS = frozenset({"blocks", "threads", "clusters", "args"})
 _DIMS_SHAPE = ("in", "(", "value", ",", "value", ",", "value", ")")
 _DIMS_TERMINALS = {"blocks": "BLOCKS_DIMS", "threads": "THREADS_DIMS", "clusters": "CLUSTERS_DIMS"}
 
@@ -839,14 +968,25 @@ def _opens_region(text: str, raw, i: int, f: _Frame) -> bool:
 
 
 def _count_paren(f: _Frame, t) -> None:
-    """Track `(`/`[` depth inside the current op; a stray closer is an error at itself."""
+    """Track `(`/`[` depth inside the current op; a stray closer is an error at itself. A `<`
+    outside a type or attribute (properties, `<{...}>`) must be closed before the op ends."""
     kind = t.kind
-    if kind == "(" or kind == "[":
+    if kind == "<":
+        if not f.angle:
+            f.angle_at = t.start
+        f.angle += 1
+    elif kind == ">":
+        f.angle -= f.angle > 0
+    elif kind == "(" or kind == "[":
         f.paren += 1
     elif kind == ")" or kind == "]":
         f.paren -= 1
         if f.paren < 0:
             raise PrelexError(f"unexpected '{t.text}'", t.start, t.end)
+
+
+def _unclosed_angle(f: _Frame) -> PrelexError:
+    return PrelexError("expected '>' to match this '<'", f.angle_at, f.angle_at + 1)
 
 
 def _not_an_op(text: str, start: int, end: int) -> PrelexError:
@@ -860,6 +1000,8 @@ def _close_region(frames: list[_Frame], t, out: list) -> None:
     """The `}` closing the innermost region (none is open at a unit's top level)."""
     if frames[-1].top:
         raise PrelexError("unexpected '}'", t.start, t.end)
+    if frames[-1].angle:
+        raise _unclosed_angle(frames[-1])
     out.append(Token("RBRACE", "}", t.start, t.end))
     frames.pop()
     frames[-1].after_region = True

@@ -72,7 +72,7 @@ def test_features_inlay_hints_preview_exactly_what_the_fix_inserts(path):
             end = moved(offset)
             op_text = fixed[fixed.rfind("\n", 0, fixed.rfind(m.group(2), 0, end)) + 1:end]
             assert f"async [{m.group(1)}" in op_text, (label, op_text)
-            assert re.search(rf"{re.escape(m.group(2))}\b[^=\n]*=", op_text), (label, op_text)
+            assert re.search(rf"{re.escape(m.group(2))}\b[^=]*=", op_text), (label, op_text)
     assert waits == fixed.count("gpu.wait") - text.count("gpu.wait")
     assert sum("→" in label for _, label in hints) == sum(
         len(fn.sync_ops) for fn in analyze(text).functions if fn.rewritable)
