@@ -19,8 +19,9 @@ mlir/lib/Dialect/GPU/Transforms/AsyncRegionRewriter.cpp:
 
 Use-list order matters for that, so it is modelled: MLIR puts a new use in front of its value's
 list (parsed uses end up in reverse order of creation, and the parser creates an op after the
-ops of its regions), and replacing all uses of a value (what cloning an `async.execute` to add
-results does to every result) reverses the list.
+ops of its regions), replacing all uses of a value (what cloning an `async.execute` to add
+results does to every result) reverses the list, and operands appended to an execute past its
+storage's capacity move its operands to new storage, each in front of its list again.
 """
 
 from __future__ import annotations
@@ -218,6 +219,9 @@ class ExecutePhases:
         for op in _post_order(func):
             for ref in op.uses:
                 self.new_use(Use(op, _ref_name(ref), ref))
+        # How many operands each execute's storage holds before it must move them (MLIR's
+        # OperandStorage: as many as it was created with).
+        self.capacity = {id(op): len(self.by_user.get(id(op), [])) for op in self.executes}
         self.parent: dict[int, BlockPlan] = {}  # id(item) -> the block plan holding it
         for bplan in walker.blocks:
             for item in bplan.items:
@@ -355,6 +359,7 @@ class ExecutePhases:
         for name in plan.results:
             if name in self.uses:
                 self.uses[name].reverse()
+        self.capacity[id(op)] = len(self.by_user.get(id(op), []))
         names = []
         for value in values:
             name = self.w.names.fresh()
@@ -407,6 +412,7 @@ class ExecutePhases:
             at += len(tokens)
         else:  # an async.execute
             plan = self.plan_of(user)
+            self.grow_operands(user, len(tokens))
             waited = []
             for token in tokens:
                 argument = self.w.names.fresh()
@@ -435,6 +441,22 @@ class ExecutePhases:
         owner = bplan.owner
         if owner.name == EXECUTE and at_end and self.all_users_execute_or_await(owner):
             worklist.append(new)
+
+    def grow_operands(self, op: Op, added: int) -> None:
+        """`bodyOperandsMutable().append`: past the capacity of the op's operand storage,
+        MLIR moves its operands to a new one (OperandStorage::resize), in order, and a moved
+        operand goes in front of its value's use list; the new capacity is the next power of
+        two above the old one plus two, or the new size if that is more."""
+        uses = self.by_user.get(id(op), [])
+        count = len(uses)
+        capacity = self.capacity.get(id(op), count)
+        if count + added <= capacity:
+            return
+        for use in uses:
+            lst = self.uses[use.value]
+            lst.remove(use)
+            lst.insert(0, use)
+        self.capacity[id(op)] = max(1 << (capacity + 2).bit_length(), count + added)
 
     # -- SingleTokenUse -------------------------------------------------------------------
 

@@ -81,6 +81,8 @@ class BlockPlan:
 
 
 _INDENT = regex_cache.compile(r"[ \t]*")
+# The comments of a text (group 1; a string is matched whole, so a `//` in it is none).
+_COMMENT = regex_cache.compile(r'"(?:[^"\\\n]|\\.)*"|(//[^\n]*)')
 
 
 class Renderer:
@@ -146,14 +148,26 @@ class Renderer:
                                    f"{indent}{statement}{self._eol(line_start)}"))
 
     def erase(self, op: Op) -> None:
-        """Remove `op`, with its line when it stands alone on it (its trailing comment goes
-        with it)."""
+        """Remove `op`, with its line(s) when it stands alone on them. Comments stay: one
+        after the op keeps its line, ones between the op's own lines stay as lines of their
+        own, with the op's indentation (nothing the user wrote is lost)."""
+        text = self.text
         line_start = self._line_start(op.start)
-        nl = self.text.find("\n", op.end)
-        line_end = len(self.text) if nl < 0 else nl + 1
-        rest = self.text[op.end:line_end].strip()
-        if not self.text[line_start:op.start].strip(" \t") and (not rest or rest.startswith("//")):
+        nl = text.find("\n", op.end)
+        line_end = len(text) if nl < 0 else nl + 1
+        rest = text[op.end:line_end].strip()
+        inner = [c for c in _COMMENT.findall(text, op.start, op.end) if c]
+        alone = not text[line_start:op.start].strip(" \t")
+        if alone and not rest and not inner:
             self.edits.append(TextEdit(line_start, line_end, ""))
+        elif alone and (not rest or rest.startswith("//")):
+            indent = text[line_start:op.start]
+            kept = [c.rstrip() for c in inner]
+            if rest:
+                kept.append(rest)
+            eol = self._eol(op.start)
+            self.edits.append(TextEdit(op.start, line_end, eol.join(
+                [kept[0], *(indent + c for c in kept[1:])]) + (eol if nl >= 0 else "")))
         else:
             self.edits.append(TextEdit(op.start, op.end, ""))
 
