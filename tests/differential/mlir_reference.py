@@ -136,9 +136,13 @@ _LLVM22_CHANGES = _Changes(
     re.compile(rf"[ \t]*({_FRESH} = gpu\.wait async(?: \[{_LIST}\])?|gpu\.wait(?: \[{_LIST}\])?"
                rf"|{_FRESH} = async\.await {_ANY} : {_VALUE}"
                rf"|async\.yield {_LIST} : {_GPU_TOKEN}(?:, {_GPU_TOKEN})*)\r?\n?"),
-    re.compile(r"[ \t]*gpu\.wait(?: \[[^\]]*\])?[ \t]*(?://[^\n]*)?\r?\n?"),
+    # A wait laid over several lines (tests/relayout.py) is erased whole.
+    re.compile(r"[ \t]*gpu\.wait(?:\s*\[[^\]]*\])?[ \t]*(?://[^\n]*)?\r?\n?"),
     re.compile(_FRESH))
 _NAME = re.compile(_ANY)
+
+
+_ERASED_LINES = 8  # the most lines one erased op is looked for over
 
 
 def untouched_lines_survive(original: str, fixed: str, *, llvm22: bool = False) -> str | None:
@@ -163,8 +167,13 @@ def untouched_lines_survive(original: str, fixed: str, *, llvm22: bool = False) 
         if i == len(orig) and j == len(new):
             return None
         furthest = max(furthest, (i, j))
-        if i < len(orig) and changes.erased_line and changes.erased_line.fullmatch(orig[i]):
-            work.append((i + 1, j))
+        if i < len(orig) and changes.erased_line:
+            for k in range(i + 1, min(i + _ERASED_LINES, len(orig)) + 1):
+                if changes.erased_line.fullmatch("".join(orig[i:k])):
+                    # Its comments stay, each on a line of its own with the op's indentation.
+                    kept = _kept_comments(orig[i:k])
+                    if new[j:j + len(kept)] == kept:
+                        work.append((k, j + len(kept)))
         if j < len(new) and changes.inserted_line.fullmatch(new[j]):
             work.append((i, j + 1))
         if i < len(orig) and j < len(new) and (
@@ -175,6 +184,17 @@ def untouched_lines_survive(original: str, fixed: str, *, llvm22: bool = False) 
         got = repr(new[j]) if j < len(new) else "end of text"
         return f"input line {i + 1} {orig[i]!r} lost or changed (output line {j + 1}: {got})"
     return f"output line {j + 1} {new[j]!r} is neither an input line nor a gpu.wait"
+
+
+def _kept_comments(lines: list[str]) -> list[str]:
+    """The lines an erased op's `lines` leave: their comments, with the first line's
+    indentation, each ending as a line of the text does (the last as the op's last line)."""
+    indent = re.match(r"[ \t]*", lines[0]).group()
+    eol = "\r\n" if lines[0].endswith("\r\n") else "\n"
+    last = eol if lines[-1].endswith("\n") else ""
+    comments = [m.group().rstrip() for line in lines for m in re.finditer(r"//[^\r\n]*", line)]
+    return [indent + c + (eol if k < len(comments) - 1 else last)
+            for k, c in enumerate(comments)]
 
 
 def _is_rewrite_of(line: str, candidate: str, changes: _Changes) -> bool:

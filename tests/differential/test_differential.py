@@ -5,7 +5,8 @@ The rewrite of a function must equal what
 names and formatting; every byte the rewrite does not mean to change stays.
 
 The programs come from `program_generator.py` (seeded, so a failure names the seed that
-reproduces it). All programs go through `mlir-opt-22` in four invocations
+reproduces it); those of odd seeds are laid out again with line breaks at random token
+boundaries (`tests/relayout.py`), which must change nothing but the layout. All programs go through `mlir-opt-22` in four invocations
 (`-split-input-file`), so the suite takes seconds. `GPU_ASYNC_DIFF_PROGRAMS` and
 `GPU_ASYNC_DIFF_SEED` change how many programs and which seeds, for longer local runs.
 """
@@ -26,6 +27,7 @@ from tests.differential.mlir_reference import (
     untouched_lines_survive,
 )
 from tests.differential.program_generator import generate_program
+from tests.relayout import laid_out
 
 PROGRAMS = int(os.environ.get("GPU_ASYNC_DIFF_PROGRAMS", "300"))
 FIRST_SEED = int(os.environ.get("GPU_ASYNC_DIFF_SEED", "0"))
@@ -36,16 +38,18 @@ SHOWN = 3  # failures shown in full in an assertion message
 @dataclass
 class Program:
     seed: int
-    text: str
+    text: str  # as generated, then laid out (tests/relayout.py: odd seeds)
     fixed: str
+    written: str  # as generated
 
 
 @pytest.fixture(scope="module")
 def programs() -> list[Program]:
     out = []
     for seed in SEEDS:
-        text = generate_program(seed)
-        out.append(Program(seed, text, fix_text(text)))
+        written = generate_program(seed)
+        text = laid_out(written, seed)
+        out.append(Program(seed, text, fix_text(text), written))
     return out
 
 
@@ -76,7 +80,7 @@ def test_generator_same_seed_same_program():
 def test_generator_programs_cover_every_shape(programs):
     """The generator is not degenerate: across the programs every shape the suite is about
     appears, and most programs give the rewrite work to do."""
-    corpus = "\n".join(p.text for p in programs)
+    corpus = "\n".join(p.written for p in programs)
     shapes = {
         "host_shared alloc": "host_shared (",
         "alloc with an existing dependency list": "gpu.alloc [%",
@@ -100,6 +104,15 @@ def test_generator_programs_cover_every_shape(programs):
     assert not missing, f"the generator never produced: {missing}"
     rewritten = sum(p.fixed != p.text for p in programs)
     assert rewritten >= 0.8 * len(programs), f"only {rewritten} programs were rewritten"
+
+
+def test_laid_out_programs_mean_what_was_generated(programs, mlir_runs):
+    """The layout pass breaks lines only where MLIR reads the same IR."""
+    laid = [(p, r) for p, r in zip(programs, mlir_runs.inputs) if p.text != p.written]
+    assert len(laid) >= len(programs) // 3
+    written = reprint([p.written for p, _ in laid])
+    failures = [f"seed {p.seed}" for (p, r), w in zip(laid, written) if r.output != w.output]
+    assert not failures, _report(failures)
 
 
 def test_generator_programs_parse_in_mlir_opt(programs, mlir_runs):

@@ -46,6 +46,7 @@ from tests.differential.mlir_reference import (
     untouched_lines_survive,
 )
 from tests.differential.program_generator_llvm22 import generate_llvm22_program
+from tests.relayout import laid_out
 
 PROGRAMS = int(os.environ.get("GPU_ASYNC_DIFF_LLVM22_PROGRAMS", "500"))
 FIRST_SEED = int(os.environ.get("GPU_ASYNC_DIFF_LLVM22_SEED", "0"))
@@ -56,7 +57,7 @@ LLVM22_BLOCKERS = {"unsupported-form"}
 # What the original pass refuses (and so may remain as an error after --fix).
 ORIGINAL_BLOCKERS = {"pre-existing-wait", "already-async"}
 # A GPU op in generic form (the generator's way to make our rewrite block a function).
-GENERIC_GPU_OP = re.compile(r'"gpu\.\w+"\(')
+GENERIC_GPU_OP = re.compile(r'"gpu\.\w+"\s*\(')
 
 pytestmark = pytest.mark.mlir_opt
 
@@ -66,6 +67,7 @@ class Program:
     seed: int
     text: str
     analysis: Analysis  # in llvm22 semantics
+    written: str  # as generated (`text` is laid out again for odd seeds: tests/relayout.py)
 
     @property
     def name(self) -> str:
@@ -76,8 +78,9 @@ class Program:
 def programs() -> list[Program]:
     out = []
     for seed in SEEDS:
-        text = generate_llvm22_program(seed)
-        out.append(Program(seed, text, analyze(text, semantics=LLVM22)))
+        written = generate_llvm22_program(seed)
+        text = laid_out(written, seed)
+        out.append(Program(seed, text, analyze(text, semantics=LLVM22), written))
     return out
 
 
@@ -206,10 +209,19 @@ SHAPES = {
 
 
 def test_generator_programs_cover_every_shape(programs):
-    corpus = "\n".join(p.text for p in programs)
+    corpus = "\n".join(p.written for p in programs)
     missing = [what for what, pattern in SHAPES.items()
                if not re.search(pattern, corpus, re.MULTILINE)]
     assert not missing, f"the generator never produced: {missing}"
+
+
+def test_laid_out_programs_mean_what_was_generated(programs, mlir_runs):
+    """The layout pass (tests/relayout.py) breaks lines only where MLIR reads the same IR."""
+    laid = [(p, r) for p, r in zip(programs, mlir_runs.inputs) if p.text != p.written]
+    assert len(laid) >= len(programs) // 3
+    written = reprint([p.written for p, _ in laid])
+    failures = [f"seed {p.seed}" for (p, r), w in zip(laid, written) if r.output != w.output]
+    assert not failures, _report(failures)
 
 
 def test_generator_programs_parse_and_the_pass_succeeds(programs, mlir_runs):

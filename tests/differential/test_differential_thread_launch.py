@@ -71,6 +71,7 @@ from tests.differential.outlining_reference import (
     semantics_differ,
 )
 from tests.differential.program_generator_launch import generate_launch_program
+from tests.relayout import laid_out
 
 PROGRAMS = int(os.environ.get("GPU_ASYNC_DIFF_LAUNCH_PROGRAMS", "300"))
 FIRST_SEED = int(os.environ.get("GPU_ASYNC_DIFF_LAUNCH_SEED", "0"))
@@ -87,6 +88,7 @@ class Program:
     seed: int
     text: str
     analyses: dict[str, Analysis]  # by semantics, with thread_launch
+    written: str  # as generated (`text` is laid out again for odd seeds: tests/relayout.py)
 
     @property
     def name(self) -> str:
@@ -97,9 +99,10 @@ class Program:
 def programs() -> list[Program]:
     out = []
     for seed in SEEDS:
-        text = generate_launch_program(seed)
+        written = generate_launch_program(seed)
+        text = laid_out(written, seed)
         out.append(Program(seed, text, {s: analyze(text, semantics=s, thread_launch=True)
-                                        for s in SEMANTICS}))
+                                        for s in SEMANTICS}, written))
     return out
 
 
@@ -242,10 +245,10 @@ def _launch_contexts(text: str) -> collections.Counter:
 
 
 def test_generator_programs_cover_every_shape(programs):
-    corpus = "\n".join(p.text for p in programs)
+    corpus = "\n".join(p.written for p in programs)
     missing = [what for what, pattern in SHAPES.items()
                if not re.search(pattern, corpus, re.MULTILINE)]
-    contexts = sum((_launch_contexts(p.text) for p in programs), collections.Counter())
+    contexts = sum((_launch_contexts(p.written) for p in programs), collections.Counter())
     wanted = ["in func.func", "in func.func ^bb", "in scf.for", "in scf.if", "in scf.while",
               "in scf.execute_region", "in async.execute", "kernel of several blocks",
               "empty kernel", "kernel holding gpu.launch", "kernel holding gpu.wait",
@@ -253,6 +256,15 @@ def test_generator_programs_cover_every_shape(programs):
               "kernel holding memref.store", "kernel holding gpu.thread_id"]
     missing += [what for what in wanted if not contexts[what]]
     assert not missing, f"the generator never produced: {missing}"
+
+
+def test_laid_out_programs_mean_what_was_generated(programs, mlir_runs):
+    """The layout pass (tests/relayout.py) breaks lines only where MLIR reads the same IR."""
+    laid = [(p, r) for p, r in zip(programs, mlir_runs.inputs) if p.text != p.written]
+    assert len(laid) >= len(programs) // 3
+    written = reprint([p.written for p, _ in laid])
+    failures = [f"seed {p.seed}" for (p, r), w in zip(laid, written) if r.output != w.output]
+    assert not failures, _report(failures)
 
 
 def test_generator_programs_parse_and_the_pipeline_succeeds(programs, mlir_runs):
@@ -514,7 +526,7 @@ def test_llvm22_two_executes_taking_one_token_first_not_recreated(shape):
 
 def test_thread_launch_summary(programs, comparisons):
     """Counts, printed (pytest -s); also a check that every kind of function occurs."""
-    launches = sum(sum(_launch_contexts(p.text)[k] for k in _launch_contexts(p.text)
+    launches = sum(sum(_launch_contexts(p.written)[k] for k in _launch_contexts(p.written)
                        if k.startswith("in ")) for p in programs)
     lines = []
     for semantics in SEMANTICS:
