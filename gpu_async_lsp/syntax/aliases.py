@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.syntax.ir import SyntaxIssue
+from gpu_async_lsp.syntax.lexer import line_state
 
 # A definition: the name, then `=` (on its line or a later one). Lenient (a use followed by `=`
 # would pass as one, and hide nothing but findings), and literal-first, as below.
@@ -61,18 +62,5 @@ def _in_comment_or_string(text: str, pos: int) -> bool:
     line = text[text.rfind("\n", 0, pos) + 1:pos]
     if '"' not in line and "/" not in line:
         return False
-    in_string = False
-    i, n = 0, len(line)
-    while i < n:
-        c = line[i]
-        if in_string:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c == "/" and line.startswith("//", i):
-            return True
-        i += 1
-    return in_string
+    comment, in_string = line_state(line)
+    return comment is not None or in_string

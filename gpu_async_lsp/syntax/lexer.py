@@ -593,6 +593,12 @@ def _comment_start(line: str) -> int | None:
     """Index of `//` starting a comment in `line` (not inside a string), or None."""
     if "//" not in line:
         return None
+    return line_state(line)[0]
+
+
+def line_state(line: str) -> tuple[int | None, bool]:
+    """Where a `//` comment starts in `line` (not inside a string; None if none), and whether
+    the line, read up to that comment or its end, ends inside a string."""
     in_str = False
     i = 0
     n = len(line)
@@ -606,9 +612,9 @@ def _comment_start(line: str) -> int | None:
         elif c == '"':
             in_str = True
         elif c == "/" and line.startswith("//", i):
-            return i
+            return i, False
         i += 1
-    return None
+    return None, in_str
 
 
 # possessive: no state kept per line
