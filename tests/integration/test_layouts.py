@@ -31,6 +31,7 @@ import pytest
 
 from gpu_async_lsp.async_region import analyze, fix_text
 from gpu_async_lsp.async_region.rewriter import LLVM22, ORIGINAL
+from gpu_async_lsp.ide.analysis import Analyzer
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.optree import document_trees
 from tests.corpora import CORPORA, chunk_id, manifest, parses, require_corpus
@@ -205,3 +206,19 @@ def test_relaid_chunk_gets_the_same_findings_and_rewrite(relaid, semantics):
             wrong.append(f"{c.name}: another rewrite")
     print(f"{len(pairs)} rewritten chunks compared")
     assert not wrong, f"{len(wrong)} of {len(pairs)} (seed {SEED}):\n" + "\n".join(wrong[:15])
+
+
+def _all_findings(findings) -> list[tuple]:
+    return sorted((f.code, f.message, f.start, f.end) for f in findings)
+
+
+def test_relaid_and_cut_chunks_server_analysis_equals_check(chunks, relaid):
+    """The server's analysis (per unit, cached, ide/analysis.py) finds what `check`'s finds on
+    the laid-out and the cut-up variants alike."""
+    rng = random.Random(SEED)
+    texts = [v for _, v in relaid] + [cut.text for c in chunks
+                                      for cut in cut_variants(c.text, rng, 1)]
+    wrong = [text[:60] for text in texts
+             if _all_findings(Analyzer().analyze(text).findings)
+             != _all_findings(analyze(text).findings)]
+    assert not wrong, f"{len(wrong)} of {len(texts)} (seed {SEED}): {wrong[:5]}"
