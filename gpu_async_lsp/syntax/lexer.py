@@ -278,6 +278,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
             # token by token, whatever it looks like (`linalg.matmul ...` after `%0` `=`).
             line_first = len(out)
             pos, scan = _fine_line(text, pos, end, out, scan)
+            fine = fine or _names_gpu_op(out, line_first)
             continue
         m = line_match(text, pos, end)
         if m is None and pos >= no_head_before:
@@ -297,10 +298,12 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                 whole_op = whole_op_of(name)
                 if whole_op is not None:
                     g = _gpu_line(text, name_start, name_end, res_start, res_end, whole_op, end)
-                    if g is not None:
+                    if g is not None and _next_line_starts_op(text, g[1], end, op_words):
                         append(g[0])
                         pos = g[1]
                         continue
+                    # Off its format, or it goes on on the next line (`%e = gpu.wait` then
+                    # `async`): token by token, with the lines that go on with it.
                     fine = True
             rest = text[rest_start:rest_end]
             if not fine and ("." in rest or "return" in rest) and midline_op(rest):
@@ -332,7 +335,32 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                 continue
         line_first = len(out)
         pos, scan = _fine_line(text, pos, end, out, scan)
+        fine = fine or _names_gpu_op(out, line_first)
     return out
+
+
+def _names_gpu_op(out: list, first: int) -> bool:
+    """Do the raw tokens out[first:] name an exactly modeled GPU op (`= gpu.launch_func` on a
+    line of its own)? Its lines that go on are then read token by token too."""
+    whole_op_of = gpu_formats.WHOLE_OP.get
+    return any(t.kind == "bare" and whole_op_of(t.text) is not None for t in out[first:])
+
+
+# What may start the next op on the line at a position: a result list and its `=`, an op name
+# (dotted, or a bare word the caller checks), a generic op's name, a block label, a `}`; or
+# the end. Blank and comment lines before it are skipped.
+_NEXT_OP_START_RE = regex_cache.compile(
+    _BLANK_LINES + rf"(?:{RESULT_LIST}[ \t]*+=(?![=>])|(?P<word>[A-Za-z_][\w$.]*+)"
+    r'|"[^"\n]*\.[^"\n]*"|[}^]|\{-#|[#!][A-Za-z_][\w$.]*+[ \t]*+=|\Z)')
+
+
+def _next_line_starts_op(text: str, pos: int, end: int, op_words: frozenset[str]) -> bool:
+    """Does the line at `pos` start something new (else it goes on with the op before)?"""
+    m = _NEXT_OP_START_RE.match(text, pos, end)
+    if m is None:
+        return False
+    word = m.group("word")
+    return word is None or "." in word or word in op_words
 
 
 # Raw-token kinds that end a line inside an op (UNFINISHED_LINE_ENDS; `->` is "arrow").

@@ -274,21 +274,6 @@ class PreLexer:
             raise PrelexError("expected ')'", raw[-1].end, raw[-1].end)
         return self.out
 
-    def tokens_ahead(self, i: int) -> None:
-        """Cut the line items after raw[i] into raw tokens, up to the first `)`: a launch
-        configuration (`threads` then `in (%c1,` on the next line) is read token by token."""
-        raw = self.raw
-        k = i + 1
-        while k < len(raw):
-            u = raw[k]
-            if u.kind == "line" or u.kind == "gpuline":
-                raw[k:k + 1] = tokenize(self.text, u.start, u.end)  # rare: inserted in place
-                self.known.hi = 0
-                continue
-            if u.kind == ")":
-                return
-            k += 1
-
     def splice_tokens(self, i: int, start: int, end: int) -> int:
         """Cut the line item raw[i] (text[start:end]) into raw tokens; their first index."""
         return _splice(self.raw, i, tokenize(self.text, start, end), self.known)
@@ -409,8 +394,6 @@ class PreLexer:
                 return self.async_clause(i, t, f)
             f.mode = _BODY
         if f.mode == _FINE and not (kind == "}" and f.paren == 0):
-            if kind == "bare" and t.text in _LAUNCH_PARTS:
-                self.tokens_ahead(i)
             return _fine_token(self.text, raw, i, f, self.out)
         return self.body_token(i, t, f)
 
@@ -895,7 +878,6 @@ def _fine_token(text: str, raw, i: int, f: _Frame, out: list) -> int:
     return i + 1
 
 
-_LAUNCH_PARTS = frozenset({"blocks", "threads", "clusters", "args"})
 _DIMS_SHAPE = ("in", "(", "value", ",", "value", ",", "value", ")")
 _DIMS_TERMINALS = {"blocks": "BLOCKS_DIMS", "threads": "THREADS_DIMS", "clusters": "CLUSTERS_DIMS"}
 
