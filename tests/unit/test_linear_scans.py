@@ -258,6 +258,21 @@ def test_parse_many_ops_in_one_function_linear(path):
     assert_linear(path, lambda n: _function(_ops(n)), 720)
 
 
+def _ops_over_lines(k: int) -> str:
+    """GPU ops broken at token boundaries: each goes on past the line its format matched, or
+    starts on a line of raw tokens, and a launch configuration spans lines."""
+    return "".join(
+        f"  %a{i}\n    = gpu.alloc\n    (%n) : memref<?xf32>\n"
+        f"  %e{i} = gpu.wait\n    async\n"
+        f"  gpu.launch_func @kernels::@k\n    blocks\n    in (%n, %n,\n %n) threads in (%n,\n"
+        f"    %n, %n)\n    args(%a{i} :\n memref<?xf32>)\n" for i in range(k))
+
+
+@PATHS
+def test_parse_many_ops_laid_over_lines_in_one_function_linear(path):
+    assert_linear(path, lambda n: _function(_ops_over_lines(n)), 240)
+
+
 @PATHS
 def test_parse_nested_scf_for_linear(path):
     def make(n):
