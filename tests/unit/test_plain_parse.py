@@ -109,7 +109,10 @@ def _parses_as_with_lark(source: str) -> None:
     try:
         tokens = prelex(source, tokenize_lines(source, 0, len(source), OP_WORDS),
                         TOP_LEVEL_DIALECT)
-    except PrelexError:
+    except PrelexError as e:
+        # The pre-lexer's error is the unit's one issue, with nothing parsed.
+        assert items == [] and issue is not None, source
+        assert (issue.message, issue.start, issue.end) == (e.message, e.start, e.end), source
         return
     try:
         expected, expected_issue = dump(parser._lark().parse(list(tokens))), None
