@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.async_region.effects import has_side_effects
 from gpu_async_lsp.async_region.plan import (
     AWAIT,
     TOKEN_TYPE,
@@ -275,8 +276,6 @@ class ExecutePhases:
     def side_effects(self, item) -> bool:
         if isinstance(item, NewOp):
             return item.kind != YIELD
-        from gpu_async_lsp.async_region.rewriter import has_side_effects
-
         return has_side_effects(item, self.w.effects)
 
     @staticmethod

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.async_region.effects import has_side_effects
 from gpu_async_lsp.async_region.execute import has_execute, run_phases
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
 from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
 from gpu_async_lsp.edits import SortedEdits, TextEdit, apply_edits
-from gpu_async_lsp.op_tables import effect_kind, is_async_interface_op, is_terminator
+from gpu_async_lsp.op_tables import is_async_interface_op, is_terminator
 from gpu_async_lsp.syntax import Block, Document, Op, parse_document
 from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING
 
@@ -47,49 +48,11 @@ HOST_FUNCTION = "func.func"
 DEVICE_CONTAINERS = frozenset({"gpu.module", "gpu.func"})
 
 
-def has_side_effects(op: Op, memo: dict[int, bool] | None = None) -> bool:
-    """`!isMemoryEffectFree(op)`: RecursiveMemoryEffects ops have the effects of what they
-    hold. With a `memo` (id(op) -> answer) kept for a function, each nested op is looked at
-    once whatever the nesting depth (a walk of the whole subtree per op was quadratic in it);
-    computed bottom-up without recursion."""
-    memo = {} if memo is None else memo
-    stack = [(op, False)]
-    while stack:
-        current, children_done = stack.pop()
-        key = id(current)
-        if key in memo:
-            continue
-        if current.name == "gpu.launch":
-            memo[key] = True  # threaded, it stands for the gpu.launch_func outlining makes
-            continue
-        kind = effect_kind(current.name)
-        if kind != "recursive":
-            memo[key] = kind == "effects"
-            continue
-        inner = [o for region in current.regions for block in region.blocks for o in block.ops]
-        if children_done:
-            memo[key] = any(memo[id(o)] for o in inner)
-            continue
-        stack.append((current, True))
-        stack.extend((o, False) for o in inner if id(o) not in memo)
-    return memo[id(op)]
-
-
 def is_already_async(op: Op) -> bool:
     """The op has the `async` keyword, or (generic form) a `!gpu.async.token` result."""
     if op.gpu is not None and op.gpu.async_kw is not None:
         return True
     return bool(op.result_types and TOKEN_TYPE in op.result_types)
-
-
-def value_name(ref) -> str:
-    """An SSA use as written: `%x` or `%x#1`."""
-    return ref.name if ref.index is None else f"{ref.name}#{ref.index}"
-
-
-def dependency_names(op: Op) -> list[str]:
-    """The tokens in the op's `[...]` dependency list, as written."""
-    return [value_name(d) for d in op.gpu.deps] if op.gpu is not None else []
 
 
 def token_result(op: Op) -> str | None:
@@ -98,12 +61,6 @@ def token_result(op: Op) -> str | None:
         return None
     last = op.results[-1]
     return last.name if last.count == 1 else f"{last.name}#{last.count - 1}"
-
-
-def is_sync_async_op(op: Op) -> bool:
-    """An AsyncOpInterface op the rewrite makes asynchronous (not gpu.wait / gpu.launch)."""
-    return (is_async_interface_op(op.name) and op.name not in ("gpu.wait", "gpu.launch")
-            and not is_already_async(op))
 
 
 class NameAllocator:

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     root.setLevel(args.log_level)
 
     from gpu_async_lsp import parallel, regex_cache
-    from gpu_async_lsp.server.server import build_server
+    from gpu_async_lsp.server.handlers import build_server
     from gpu_async_lsp.syntax.parser import build_parser_once
 
     server = build_server()

@@ -127,11 +127,6 @@ def placed_diagnostic_text(uri: str, f: Finding, line: int, column: int, start, 
     return f'{out},"relatedInformation":[{items}]}}'
 
 
-def text_edits(index: LineIndex, edits, encoding: str) -> list[lsp.TextEdit]:
-    return [lsp.TextEdit(lsp_range(index, e.start, e.end, encoding), e.new_text)
-            for e in sorted(edits, key=lambda e: (e.start, e.end))]
-
-
 def workspace_edit(uri: str, version: int | None, edits: list[lsp.TextEdit],
                    document_changes: bool) -> lsp.WorkspaceEdit:
     """Versioned documentChanges when the client supports them, plain changes otherwise."""

@@ -270,6 +270,13 @@ def statistics(ls: GpuAsyncServer, params):
 STATISTICS = "gpuAsyncLsp/statistics"
 
 
+def build_server() -> GpuAsyncServer:
+    """A server with every handler registered."""
+    server = GpuAsyncServer()
+    register(server)
+    return server
+
+
 def register(server: GpuAsyncServer) -> None:
     feature = server.feature
     feature(lsp.INITIALIZE)(initialize)

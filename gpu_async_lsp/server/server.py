@@ -458,11 +458,3 @@ def _path_of(uri: str) -> str | None:
 def _folder_of(uri: str) -> str | None:
     path = _path_of(uri)
     return os.path.dirname(path) if path else None
-
-
-def build_server() -> GpuAsyncServer:
-    from gpu_async_lsp.server import handlers
-
-    server = GpuAsyncServer()
-    handlers.register(server)
-    return server

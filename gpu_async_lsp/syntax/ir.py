@@ -10,26 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpu_async_lsp.syntax import refs
-
-
-@dataclass(slots=True)
-class ValueRef:
-    """An SSA name as written: `%x`, `%x#1` (use), `%x:2` (definition of a result group)."""
-
-    name: str  # "%x" without "#1" / ":2"
-    start: int
-    end: int
-    index: int | None = None  # the N of `%x#N`
-    count: int = 1  # the N of `%x:N`
-
-
-@dataclass(slots=True)
-class SymbolRef:
-    """A symbol reference `@a` or nested `@a::@b` as written."""
-
-    path: tuple[str, ...]  # ("@a", "@b")
-    start: int
-    end: int
+from gpu_async_lsp.syntax.refs import SymbolRef, ValueRef
 
 
 @dataclass(slots=True, init=False)
@@ -94,10 +75,6 @@ class Op:
         self.regions = ()
         self.gpu = None
         self.result_types = None
-
-    @property
-    def num_results(self) -> int:
-        return sum(r.count for r in self.results)
 
     def _references(self, explicit: list, read) -> list:
         """References read token by token plus those `read` finds in the merged text runs,
@@ -192,14 +169,3 @@ class Document:
         for chunk in self.chunks:
             for op in chunk.ops:
                 yield from op.walk()
-
-    def walk_with_depth(self):
-        """(op, nesting depth) for every op, in program order, without recursion."""
-        for chunk in self.chunks:
-            stack = [(op, 0) for op in reversed(chunk.ops)]
-            while stack:
-                op, depth = stack.pop()
-                yield op, depth
-                for region in reversed(op.regions):
-                    for block in reversed(region.blocks):
-                        stack.extend((child, depth + 1) for child in reversed(block.ops))

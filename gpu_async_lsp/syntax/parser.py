@@ -440,12 +440,6 @@ def build_parser(strict: bool = False) -> Lark:
     )
 
 
-def _describe(tok: Token) -> str:
-    if tok.type == "$END":
-        return "end of input"
-    return f"'{str(tok)[:40]}'"
-
-
 def _syntax_issue(err: Exception, fallback: int, text: str) -> SyntaxIssue:
     """The issue of Lark's UnexpectedInput `err`."""
     from lark.exceptions import UnexpectedToken

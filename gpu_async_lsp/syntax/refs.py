@@ -1,13 +1,37 @@
 """Syntax layer: the references (SSA values, symbols, successors) in a run of MLIR text.
 
 Op bodies in custom syntax we cannot know are kept as runs of text; this reads what they refer
-to when someone asks (navigation, hover), skipping comments and strings. No lark here.
+to when someone asks (navigation, hover), skipping comments and strings. The reference values
+(`ValueRef`, `SymbolRef`) live here; `ir.py`, whose ops hold them, imports them. No lark here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING, SYMBOL_REF
+
+
+@dataclass(slots=True)
+class ValueRef:
+    """An SSA name as written: `%x`, `%x#1` (use), `%x:2` (definition of a result group)."""
+
+    name: str  # "%x" without "#1" / ":2"
+    start: int
+    end: int
+    index: int | None = None  # the N of `%x#N`
+    count: int = 1  # the N of `%x:N`
+
+
+@dataclass(slots=True)
+class SymbolRef:
+    """A symbol reference `@a` or nested `@a::@b` as written."""
+
+    path: tuple[str, ...]  # ("@a", "@b")
+    start: int
+    end: int
+
 
 _SKIP = rf"//[^\n]*|{STRING}"
 _VALUE_RE = regex_cache.compile(rf"{_SKIP}|({SSA_NAME})(?:#(\d+))?")
@@ -16,8 +40,6 @@ _CARET_RE = regex_cache.compile(rf"{_SKIP}|(\^[\w$.\-]+)")
 
 
 def values_in(text: str, start: int, end: int):
-    from gpu_async_lsp.syntax.ir import ValueRef
-
     for m in _VALUE_RE.finditer(text, start, end):
         if m.group(1):
             idx = m.group(2)
@@ -25,16 +47,12 @@ def values_in(text: str, start: int, end: int):
 
 
 def symbols_in(text: str, start: int, end: int):
-    from gpu_async_lsp.syntax.ir import SymbolRef
-
     for m in _SYMBOL_RE.finditer(text, start, end):
         if m.group(1):
             yield SymbolRef(tuple(m.group(1).split("::")), m.start(), m.end())
 
 
 def carets_in(text: str, start: int, end: int):
-    from gpu_async_lsp.syntax.ir import ValueRef
-
     for m in _CARET_RE.finditer(text, start, end):
         if m.group(1):
             yield ValueRef(m.group(1), m.start(), m.end())
