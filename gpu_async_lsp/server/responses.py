@@ -167,87 +167,114 @@ def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
     ({uri, version, start of the function or null for the file, variant}, or {uri, version,
     ignore: code, at: offset} for a comment); codeAction/resolve fills the edit in
     (`resolve_code_action`)."""
-    a = state.analysis
-    index = state.line_index()
-    only = params.context.only
-    start = convert.offset_of(index, params.range.start, encoding)
-    end = convert.offset_of(index, params.range.end, encoding)
-    hints = {}
-    blockers: dict[tuple[int, int], list] = {}
-    for d in params.context.diagnostics or []:
-        if d.source != SOURCE:
-            continue
-        at = (d.range.start.line, d.range.start.character)
-        if d.code == SYNC_GPU_OPS:
-            hints[at] = d
-        elif any(d.code in codes for codes in VARIANT_BLOCKERS.values()):
-            blockers.setdefault(at, []).append(d)
-    lazy = caps.code_action_resolve_edit
-
-    def wanted(kind: str) -> bool:
-        return not only or any(kind == k or kind.startswith(k + ".") for k in only)
-
-    def action(title: str, kind: str, target: FunctionInfo | None,
-               variant: str | None = None, **extra) -> str:
-        out = {"title": title, "kind": kind, **extra}
-        if lazy:
-            out["data"] = {"uri": state.uri, "version": a.version,
-                           "function": None if target is None else target.start,
-                           "variant": variant}
-        elif target is None:
-            out["edit"] = file_edit(state, encoding, caps.document_changes)
-        else:
-            out["edit"] = function_edit(state, [target], encoding, caps.document_changes,
-                                        variant)
-        return json.dumps(out, ensure_ascii=False)
-
-    def unstructured(diagnostics: list) -> list:
-        return [convert.CONVERTER.unstructure(d) for d in diagnostics]
-
+    request = _ActionRequest(state, caps, encoding, params)
     actions: list[str] = []
-    for n, fn in enumerate(a.functions_between(start, end)):
+    for n, fn in enumerate(request.functions()):
         if n % 64 == 0:
             check()
         if fn.sync_ops == 0:
             continue
-        title = f"Make GPU ops in {fn.name} asynchronous"
-        if not fn.rewritable:
-            offered = False
-            for variant, _ in fn.variants:
-                codes = VARIANT_BLOCKERS[variant]
-                fixed = [d for s, _ in fn.blocker_spans
-                         for d in blockers.get(_place(index.position(s, encoding)), [])
-                         if d.code in codes]
-                variant_title = VARIANT_TITLES[variant].format(title=title)
-                if fixed and wanted(lsp.CodeActionKind.QuickFix):
-                    actions.append(action(variant_title, lsp.CodeActionKind.QuickFix, fn,
-                                          variant, diagnostics=unstructured(fixed)))
-                    offered = True
-                elif wanted(lsp.CodeActionKind.RefactorRewrite):
-                    actions.append(action(variant_title, lsp.CodeActionKind.RefactorRewrite,
-                                          fn, variant))
-                    offered = True
-            if offered:
-                continue
-            if caps.code_action_disabled and wanted(lsp.CodeActionKind.RefactorRewrite):
-                actions.append(json.dumps({"title": title,
-                                           "kind": lsp.CodeActionKind.RefactorRewrite,
-                                           "disabled": {"reason": fn.first_blocker or "blocked"}},
-                                          ensure_ascii=False))
-            continue
-        anchor = index.position(fn.anchor[0], encoding)
-        hint = hints.get((anchor.line, anchor.character))
-        if hint is not None and wanted(lsp.CodeActionKind.QuickFix):
-            actions.append(action(title, lsp.CodeActionKind.QuickFix, fn, isPreferred=True,
-                                  diagnostics=unstructured([hint])))
-        elif wanted(lsp.CodeActionKind.RefactorRewrite):
-            actions.append(action(title, lsp.CodeActionKind.RefactorRewrite, fn))
-    if wanted(FIX_ALL_KIND) and a.any_rewritable:
+        actions.extend(_rewrite_actions(request, fn) if fn.rewritable
+                       else _blocked_actions(request, fn))
+    if request.wants(FIX_ALL_KIND) and state.analysis.any_rewritable:
         check()
-        actions.append(action(FIX_ALL_TITLE, FIX_ALL_KIND, None))
-    if wanted(lsp.CodeActionKind.QuickFix):
+        actions.append(request.action(FIX_ALL_TITLE, FIX_ALL_KIND, None))
+    if request.wants(lsp.CodeActionKind.QuickFix):
         actions.extend(_ignore_actions(state, caps, encoding, params.context.diagnostics or []))
     return "[" + ",".join(actions) + "]"
+
+
+class _ActionRequest:
+    """One codeAction request, resolved once: the kinds it wants, the range, our findings in
+    its context (the `sync-gpu-ops` hints and the blockers, by start position), and how its
+    actions are written (with their edit, or with `data` for codeAction/resolve)."""
+
+    __slots__ = ("state", "caps", "encoding", "index", "only", "start", "end", "hints",
+                 "blockers")
+
+    def __init__(self, state: DocState, caps: ClientFeatures, encoding: str,
+                 params: lsp.CodeActionParams):
+        self.state, self.caps, self.encoding = state, caps, encoding
+        self.index = state.line_index()
+        self.only = params.context.only
+        self.start = convert.offset_of(self.index, params.range.start, encoding)
+        self.end = convert.offset_of(self.index, params.range.end, encoding)
+        self.hints: dict[tuple[int, int], lsp.Diagnostic] = {}
+        self.blockers: dict[tuple[int, int], list] = {}
+        for d in params.context.diagnostics or []:
+            if d.source != SOURCE:
+                continue
+            at = (d.range.start.line, d.range.start.character)
+            if d.code == SYNC_GPU_OPS:
+                self.hints[at] = d
+            elif any(d.code in codes for codes in VARIANT_BLOCKERS.values()):
+                self.blockers.setdefault(at, []).append(d)
+
+    def functions(self) -> list[FunctionInfo]:
+        return self.state.analysis.functions_between(self.start, self.end)
+
+    def wants(self, kind: str) -> bool:
+        return not self.only or any(kind == k or kind.startswith(k + ".") for k in self.only)
+
+    def at(self, offset: int) -> tuple[int, int]:
+        return _place(self.index.position(offset, self.encoding))
+
+    def action(self, title: str, kind: str, target: FunctionInfo | None,
+               variant: str | None = None, **extra) -> str:
+        out = {"title": title, "kind": kind, **extra}
+        state, caps = self.state, self.caps
+        if caps.code_action_resolve_edit:
+            out["data"] = {"uri": state.uri, "version": state.analysis.version,
+                           "function": None if target is None else target.start,
+                           "variant": variant}
+        elif target is None:
+            out["edit"] = file_edit(state, self.encoding, caps.document_changes)
+        else:
+            out["edit"] = function_edit(state, [target], self.encoding, caps.document_changes,
+                                        variant)
+        return json.dumps(out, ensure_ascii=False)
+
+
+def _unstructured(diagnostics: list) -> list:
+    return [convert.CONVERTER.unstructure(d) for d in diagnostics]
+
+
+def _rewrite_actions(request: _ActionRequest, fn: FunctionInfo) -> list[str]:
+    """A rewritable function: the quick fix of its hint when the context holds it, else a
+    refactor."""
+    title = f"Make GPU ops in {fn.name} asynchronous"
+    hint = request.hints.get(request.at(fn.anchor[0]))
+    if hint is not None and request.wants(lsp.CodeActionKind.QuickFix):
+        return [request.action(title, lsp.CodeActionKind.QuickFix, fn, isPreferred=True,
+                               diagnostics=_unstructured([hint]))]
+    if request.wants(lsp.CodeActionKind.RefactorRewrite):
+        return [request.action(title, lsp.CodeActionKind.RefactorRewrite, fn)]
+    return []
+
+
+def _blocked_actions(request: _ActionRequest, fn: FunctionInfo) -> list[str]:
+    """A blocked function: each rewrite that gets past its blockers (the quick fix of those in
+    the context, else a refactor); without one, the rewrite disabled with the first blocker
+    as the reason, where the client shows disabled actions."""
+    title = f"Make GPU ops in {fn.name} asynchronous"
+    out = []
+    for variant, _ in fn.variants:
+        codes = VARIANT_BLOCKERS[variant]
+        fixed = [d for s, _ in fn.blocker_spans for d in request.blockers.get(request.at(s), [])
+                 if d.code in codes]
+        variant_title = VARIANT_TITLES[variant].format(title=title)
+        if fixed and request.wants(lsp.CodeActionKind.QuickFix):
+            out.append(request.action(variant_title, lsp.CodeActionKind.QuickFix, fn, variant,
+                                      diagnostics=_unstructured(fixed)))
+        elif request.wants(lsp.CodeActionKind.RefactorRewrite):
+            out.append(request.action(variant_title, lsp.CodeActionKind.RefactorRewrite, fn,
+                                      variant))
+    if (not out and request.caps.code_action_disabled
+            and request.wants(lsp.CodeActionKind.RefactorRewrite)):
+        out.append(json.dumps({"title": title, "kind": lsp.CodeActionKind.RefactorRewrite,
+                               "disabled": {"reason": fn.first_blocker or "blocked"}},
+                              ensure_ascii=False))
+    return out
 
 
 def _ignore_actions(state: DocState, caps: ClientFeatures, encoding: str,
