@@ -282,6 +282,9 @@ class GpuAsyncServer(LanguageServer):
         return self.documents.get(state.uri) is state and state.out_of_sync is None
 
     async def _analyze_loop(self, state: DocState) -> None:
+        """Analyse the document's current text until it stops changing: wait out the
+        debounce, analyse in the analysis thread, publish (or say the analysis failed), then,
+        while nothing else is to do, make the highlighting of that version."""
         loop = asyncio.get_running_loop()
         try:
             while True:
@@ -292,49 +295,17 @@ class GpuAsyncServer(LanguageServer):
                 if doc is None or not self._is_current(state):
                     return
                 text, version = doc.source, doc.version
-                config = self.config_of(state)
-                try:
-                    prepared = await loop.run_in_executor(
-                        self.executor, self._prepare, self.analyzer_for(config), state, text,
-                        version, self.encoding, severity_table(config))
-                except Exception as error:  # a bug in the analysis must not stop the server
-                    log.exception("analysis of %s failed", state.uri)
-                    prepared = None
-                    failure = f"{type(error).__name__}: {error}"
+                prepared, failure = await self._analysis(loop, state, text, version)
                 doc = self.current(state.uri)
                 if doc is None or not self._is_current(state):
                     return
-                if prepared is None and doc.version == version:
-                    # Said, not left to a client that would wait for diagnostics forever;
-                    # requests on this version answer nothing instead of retrying.
-                    state.failed_version = version
-                    self.protocol.send_json_text(responses.internal_error_diagnostics(
-                        state.uri, version, failure))
-                if prepared is not None and doc.version == version and doc.source is text:
-                    result, index, publication, allocations = prepared
-                    state.analysis, state.index = result, index
-                    self.protocol.send_json_text(publication)
-                    state.ready.set()
-                    if index is None:  # a first analysis: the line index after publishing
-                        index = await loop.run_in_executor(self.executor, LineIndex, text)
-                        if state.analysis is result and state.index is None:
-                            state.index = index
-                    current = self.current(state.uri)
-                    if (current is not None and current.source is text
-                            and (state.text_index is None or state.text_index.text is not text)):
-                        state.text_index = index  # of the current text: for its changes
-                    self.heap.settle(allocations)
-                    if self.heap.release_overdue:
-                        self.heap.release()
-                    elif self.heap.release_due:
-                        self.release_later(IDLE_RELEASE_DELAY)
+                if doc.version == version:
+                    if prepared is None:
+                        self._publish_failure(state, version, failure)
+                    elif doc.source is text:
+                        await self._adopt(loop, state, text, prepared)
                 if not state.dirty and prepared is not None and self.client.semantic_tokens:
-                    # While nothing else is to do: the highlighting of this version, so that
-                    # the client's request finds it made (stops at the next change).
-                    allocations = await loop.run_in_executor(
-                        self.executor, self._warm_semantic_tokens, state, prepared[0],
-                        self.encoding)
-                    self.heap.settle(allocations)
+                    await self._warm_highlighting(loop, state, prepared[0])
                 if not state.dirty and (prepared is None or doc.version == version):
                     return
         finally:
@@ -343,6 +314,52 @@ class GpuAsyncServer(LanguageServer):
                 doc = self.current(state.uri)
                 if doc is not None and doc.version == state.analysis.version:
                     state.ready.set()
+
+    async def _analysis(self, loop, state: DocState, text: str, version) -> tuple:
+        """(what `_prepare` made of `text` in the analysis thread, None; or None, why not)."""
+        config = self.config_of(state)
+        try:
+            return await loop.run_in_executor(
+                self.executor, self._prepare, self.analyzer_for(config), state, text,
+                version, self.encoding, severity_table(config)), None
+        except Exception as error:  # a bug in the analysis must not stop the server
+            log.exception("analysis of %s failed", state.uri)
+            return None, f"{type(error).__name__}: {error}"
+
+    def _publish_failure(self, state: DocState, version, failure: str) -> None:
+        """Said, not left to a client that would wait for diagnostics forever; requests on
+        this version answer nothing instead of retrying."""
+        state.failed_version = version
+        self.protocol.send_json_text(responses.internal_error_diagnostics(
+            state.uri, version, failure))
+
+    async def _adopt(self, loop, state: DocState, text: str, prepared: tuple) -> None:
+        """The analysis of the current text becomes the document's: its diagnostics go out,
+        then (a first analysis) its line index is made, and the heap is settled."""
+        result, index, publication, allocations = prepared
+        state.analysis, state.index = result, index
+        self.protocol.send_json_text(publication)
+        state.ready.set()
+        if index is None:  # a first analysis: the line index after publishing
+            index = await loop.run_in_executor(self.executor, LineIndex, text)
+            if state.analysis is result and state.index is None:
+                state.index = index
+        current = self.current(state.uri)
+        if (current is not None and current.source is text
+                and (state.text_index is None or state.text_index.text is not text)):
+            state.text_index = index  # of the current text: for its changes
+        self.heap.settle(allocations)
+        if self.heap.release_overdue:
+            self.heap.release()
+        elif self.heap.release_due:
+            self.release_later(IDLE_RELEASE_DELAY)
+
+    async def _warm_highlighting(self, loop, state: DocState, result) -> None:
+        """While nothing else is to do: the highlighting of this version, so that the
+        client's request finds it made (stops at the next change)."""
+        allocations = await loop.run_in_executor(
+            self.executor, self._warm_semantic_tokens, state, result, self.encoding)
+        self.heap.settle(allocations)
 
     @staticmethod
     def _prepare(analyzer: Analyzer, state: DocState, text: str, version, encoding: str,
