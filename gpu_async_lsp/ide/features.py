@@ -562,16 +562,22 @@ def hover(a: DocumentAnalysis, offset: int, line_of) -> tuple[str, Span] | None:
     base = unit.base
     rw = _function_of(result, op)
     if rw is None:
-        if op.name.startswith("gpu.") and (is_async_interface_op(op.name)
-                                           or op.name == "gpu.launch"):
-            return (f"**{op.name}**\n\nNot in a host `func.func`: the async rewrite leaves it "
-                    "as it is.", Span(op.name_start + base, op.name_end + base))
-        return None
+        text = _outside_host_function(op)
+    else:
+        text = _in_host_function(result, rw, op, ops, lambda rel: line_of(rel + base))
+    return None if text is None else (text, Span(op.name_start + base, op.name_end + base))
 
-    def line(rel: int) -> int:
-        return line_of(rel + base)
 
-    span = Span(op.name_start + base, op.name_end + base)
+def _outside_host_function(op: Op) -> str | None:
+    if op.name.startswith("gpu.") and (is_async_interface_op(op.name) or op.name == "gpu.launch"):
+        return (f"**{op.name}**\n\nNot in a host `func.func`: the async rewrite leaves it "
+                "as it is.")
+    return None
+
+
+def _in_host_function(result, rw: FunctionRewrite, op: Op, ops: list, line) -> str | None:
+    """The hover of an op of a host function: a blocker, a threaded op, an op the rewrite
+    makes async or puts a wait before (`line(relative offset)`: its 1-based line)."""
     parts = [f"**{op.name}** in `{rw.name}`"]
     blocker = next((b for b in rw.blockers if b.start == op.name_start), None)
     if blocker is not None:
@@ -580,39 +586,42 @@ def hover(a: DocumentAnalysis, offset: int, line_of) -> tuple[str, Span] | None:
             n = len(rw.sync_ops)
             parts.append(f"It blocks the rewrite of `{rw.name}`: its {n} synchronous GPU "
                          f"op{'s' if n != 1 else ''} stay synchronous.")
-        return "\n\n".join(parts), span
+        return "\n\n".join(parts)
     threaded = next((s for s in rw.steps if isinstance(s, ThreadStep) and s.op is op), None)
     if threaded is not None and rw.rewritable:
-        parts.append(_threaded_text(rw, threaded, line))
-        return "\n\n".join(parts), span
+        return "\n\n".join(parts + [_threaded_text(rw, threaded, line)])
     step = next((s for s in rw.steps if isinstance(s, AsyncStep) and s.op is op), None)
     waits_before = [s for s in rw.steps if isinstance(s, WaitStep) and s.before is op]
     if step is None and not waits_before:
         if is_async_interface_op(op.name) and is_already_async(op):
-            return "\n\n".join(parts + [_blocker_text(F.ALREADY_ASYNC, op, ops)]), span
+            return "\n\n".join(parts + [_blocker_text(F.ALREADY_ASYNC, op, ops)])
         return None
     if not rw.rewritable:
         first = rw.blockers[0]
         parts.append(f"Stays synchronous: the rewrite of `{rw.name}` is blocked by "
                      f"{_plain(first.message)} (line {line(first.start)}).")
-        return "\n\n".join(parts), span
+        return "\n\n".join(parts)
     if step is not None:
-        parts.append("The async rewrite makes it:\n\n```mlir\n"
-                     + _rewritten(result.source, rw, op) + "\n```")
-        if step.fresh_wait:
-            bullets = [f"- waits on `{step.dependency}`, from a `gpu.wait async` inserted "
-                       "before it (no GPU work is pending at this point)"]
-        else:
-            producer = next(s for s in rw.steps
-                            if isinstance(s, AsyncStep) and s.token == step.dependency)
-            bullets = [f"- waits on `{step.dependency}`, the token of "
-                       f"`{producer.op.name}` (line {line(producer.op.start)})"]
-        bullets.append(f"- produces `{step.token}`")
-        bullets.append("- " + _consumer(rw, step.token, line))
-        parts.append("\n".join(bullets))
+        parts.extend(_async_step_parts(result, rw, op, step, line))
     for wait in waits_before:
         parts.append(f"A `gpu.wait [{wait.token}]` is inserted before it: {_wait_reason(wait)}.")
-    return "\n\n".join(parts), span
+    return "\n\n".join(parts)
+
+
+def _async_step_parts(result, rw: FunctionRewrite, op: Op, step: AsyncStep, line) -> list[str]:
+    """What the rewrite makes of an op it makes async, what it waits on and who waits on it."""
+    if step.fresh_wait:
+        bullets = [f"- waits on `{step.dependency}`, from a `gpu.wait async` inserted "
+                   "before it (no GPU work is pending at this point)"]
+    else:
+        producer = next(s for s in rw.steps
+                        if isinstance(s, AsyncStep) and s.token == step.dependency)
+        bullets = [f"- waits on `{step.dependency}`, the token of "
+                   f"`{producer.op.name}` (line {line(producer.op.start)})"]
+    bullets.append(f"- produces `{step.token}`")
+    bullets.append("- " + _consumer(rw, step.token, line))
+    return ["The async rewrite makes it:\n\n```mlir\n" + _rewritten(result.source, rw, op)
+            + "\n```", "\n".join(bullets)]
 
 
 def _threaded_text(rw: FunctionRewrite, step: ThreadStep, line) -> str:
