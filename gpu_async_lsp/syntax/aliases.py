@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.syntax.ir import SyntaxIssue
-from gpu_async_lsp.syntax.lexer import line_state
 
 # A definition: the name, then `=` (on its line or a later one). Lenient (a use followed by `=`
 # would pass as one, and hide nothing but findings), and literal-first, as below.
@@ -47,20 +46,62 @@ def _undefined(text: str, start: int, end: int, out: list[SyntaxIssue]) -> None:
     for pattern in _DEFINITION_RES:
         used.difference_update(pattern.findall(text, start, end))
     found = []
-    for pattern in _USE_RES if used else ():
+    for pattern in _USE_RES:
+        context = _Context(text)
         for m in pattern.finditer(text, start, end):
             name = m.group()
-            if name in used and not _in_comment_or_string(text, m.start()):
+            if name in used and not context.inside(m.start()):
                 used.discard(name)  # reported once
                 found.append(SyntaxIssue(f"undefined symbol alias id '{name[1:]}'", m.start(),
                                          m.end()))
     out.extend(sorted(found, key=lambda issue: issue.start))
 
 
-def _in_comment_or_string(text: str, pos: int) -> bool:
-    """Is text[pos] inside a `//` comment or a string of its line?"""
-    line = text[text.rfind("\n", 0, pos) + 1:pos]
-    if '"' not in line and "/" not in line:
-        return False
-    comment, in_string = line_state(line)
-    return comment is not None or in_string
+_SPECIAL = regex_cache.compile(r'["\\/]')
+
+
+class _Context:
+    """Whether positions of a text, asked in increasing order, lie in a `//` comment or a
+    string of their line. Each line is read once from its start to the last position asked
+    (a long line with many candidates costs its length, not its square)."""
+
+    __slots__ = ("text", "line_end", "at", "in_string", "in_comment")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.line_end = -1  # where the line read so far ends
+        self.at = 0  # read up to here
+        self.in_string = self.in_comment = False
+
+    def inside(self, pos: int) -> bool:
+        text = self.text
+        if pos > self.line_end:  # a line of its own
+            nl = text.find("\n", pos)
+            self.line_end = len(text) if nl < 0 else nl
+            self.at = text.rfind("\n", 0, pos) + 1
+            self.in_string = self.in_comment = False
+        if not self.in_comment:
+            self._read_to(pos)
+        return self.in_comment or self.in_string
+
+    def _read_to(self, pos: int) -> None:
+        text, i = self.text, self.at
+        while True:
+            m = _SPECIAL.search(text, i, pos)
+            if m is None:
+                break
+            j = m.start()
+            c = text[j]
+            if self.in_string:
+                if c == "\\":
+                    i = j + 2  # an escaped character
+                    continue
+                if c == '"':
+                    self.in_string = False
+            elif c == '"':
+                self.in_string = True
+            elif text.startswith("//", j):
+                self.in_comment = True
+                return
+            i = j + 1
+        self.at = max(i, pos)

@@ -268,6 +268,14 @@ def _ops_over_lines(k: int) -> str:
         f"    %n, %n)\n    args(%a{i} :\n memref<?xf32>)\n" for i in range(k))
 
 
+def test_parse_alias_lookalikes_in_a_long_string_and_comment_linear():
+    """Each `#a` in a string or a comment is no use of an alias: telling so reads the line
+    once, not once per candidate (the check path looks for undefined aliases)."""
+    assert_linear(check_path, lambda n: _function("", "@f").replace(
+        "{\n", '{\n  "test.op"() {s = "' + "#a " * n + '"} : () -> ()  // ' + "#b " * n + "\n",
+        1), 20000)
+
+
 @PATHS
 def test_parse_many_ops_laid_over_lines_in_one_function_linear(path):
     assert_linear(path, lambda n: _function(_ops_over_lines(n)), 240)
