@@ -511,26 +511,16 @@ def _ends_after_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
 
     MLIR's parser goes on with the op's format after a region (`else {`, `do {`, `case 2 {`,
     `{attr}`, `: type`, `loc(...)`, on the brace's line or the next). Those lines start with
-    punctuation, `loc`, or a keyword that introduces another region on its line; anything
+    punctuation, `loc`, or a keyword that introduces another region (`_goes_on`); anything
     else starts the next op (or block label), or closes the enclosing region, as MLIR reads it
     after a format that ends with its region (`func.func`'s)."""
     t = raw[i]
-    kind = t.kind
-    if t.text == "loc" and kind in ("line", "bare"):
+    if t.text == "loc" and t.kind in ("line", "bare"):
         return False  # the op's trailing location, which MLIR reads after any format
-    if kind == "line" or kind == "gpuline":
-        return _starts_op_line(t, f) or not _keyword_before_region(raw, i, f, known)
-    if kind == "}" or kind == "caret" or kind == "meta":
+    if not _goes_on(raw, i, f, known):
         return True
-    if kind == "value":
-        return _results_end(raw, i, known) is not None
-    if kind == "bare":
-        return _resolve(t.text, f) is not None or not _keyword_before_region(raw, i, f, known)
-    if kind == "string":
-        return _generic_start(raw, i, f)
-    if kind in ("hash", "bang"):
-        return f.top and i + 1 < len(raw) and raw[i + 1].kind == "="
-    return False
+    # A word no op starts with: a keyword of the op's format if a region follows it.
+    return t.kind in ("line", "bare") and not _keyword_before_region(raw, i, f, known)
 
 
 def _keyword_before_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
