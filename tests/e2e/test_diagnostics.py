@@ -87,6 +87,24 @@ async def test_diagnostics_syntax_error_reported_as_syntax(server, uri):
     assert all(d.severity == 1 and d.source == SOURCE and d.message for d in syntax)
 
 
+@pytest.mark.parametrize("tail, line, message", [
+    ("func.func @broken() {\r\n  {\r\n", 7, "expected an operation or an attribute name"),
+    ("func.func @g() {  // größe\r\n  %0 = arith.constant 0 : index\r\n", 7,
+     "expected '}' to close the region"),
+    ("func.func @m(%a: memref<4xf32, #map>) {\r\n  return\r\n}\r\n", 6,
+     "undefined symbol alias id 'map'"),
+], ids=["unclosed-brace", "unclosed-region", "undefined-alias"])
+async def test_diagnostics_text_llvm_rejects_has_syntax_error_where_it_stops(
+        server, uri, tail, line, message):
+    """A text that does not parse (CRLF, non-ASCII) is said to be so over the protocol, at the
+    line where MLIR's parser stops; the healthy function before it keeps its hint."""
+    text = SYNC_DOC.replace("\n", "\r\n").split("func.func @g")[0] + tail
+    diagnostics = await server.open_and_wait(uri, text)
+    syntax = [d for d in diagnostics if d.code == "syntax"]
+    assert [(d.range.start.line, d.message[:len(message)]) for d in syntax] == [(line, message)]
+    assert any(d.code == "sync-gpu-ops" and d.range.start.line == 0 for d in diagnostics)
+
+
 async def test_diagnostics_close_publishes_empty_list(server, uri):
     diagnostics = await server.open_and_wait(uri, WAIT_DOC)
     assert diagnostics
