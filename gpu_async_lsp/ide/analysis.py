@@ -31,22 +31,15 @@ from gpu_async_lsp.async_region.rewriter import (
 )
 from gpu_async_lsp.edits import TextEdit, apply_edits
 from gpu_async_lsp.ide.cache import UnitCache
-from gpu_async_lsp.op_tables import DEFAULT_DIALECT
 from gpu_async_lsp.syntax import Chunk, Document, Op, undefined_aliases
-from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, Unit, tokenize_lines
 from gpu_async_lsp.syntax.parser import (
-    OP_WORDS,
-    TOP_LEVEL_DIALECT,
     build_parser_once,
     gc_paused,
-    parse_container_header,
-    parse_unit_tokens,
+    iter_units,
+    parse_unit,
     split_chunks,
-    split_units,
 )
 from gpu_async_lsp.text import positions_of
-
-DEVICE_CONTAINERS = ("gpu.module",)
 
 
 class FunctionEdits:
@@ -461,9 +454,9 @@ class Analyzer:
                                     containers, chunks, semantics=self.semantics,
                                     options=self._options)
         parsed_headers: dict = {}  # container headers of this text, parsed once each
-        for start, end in chunks:
-            errors |= self._units(text, split_units(text, start, end), TOP_LEVEL_DIALECT,
-                                  False, headers, placed, containers, marked, parsed_headers)
+        for span in chunks:
+            errors |= self._place(text, span, headers, placed, containers, marked,
+                                  parsed_headers)
         # The leaf units whose results were not cached: analysed now, all at once, each
         # distinct one once (a text may hold the same unit many times).
         missing: dict[tuple, list[int]] = {}
@@ -486,26 +479,28 @@ class Analyzer:
                                 containers, chunks, semantics=self.semantics,
                                 options=self._options)
 
-    def _units(self, text: str, units: list[Unit], dialect: str | None, device: bool,
-               findings: list, placed: list, containers: list,
-               marked: suppression.Outside | None, parsed: dict) -> bool:
+    def _place(self, text: str, span: tuple[int, int], findings: list, placed: list,
+               containers: list, marked: suppression.Outside | None, memo: dict) -> bool:
+        """The units of the chunk text[span]: containers and their header findings, leaf
+        units placed with their cached results, or their texts for now (analysed with the
+        others missing, `_analyze`). Any syntax error? `memo`: container headers of this
+        text, parsed once each."""
         errors = False
-        for unit in units:
-            if unit.region is not None:
-                name, symbol, span, inner, issue = _header(text, unit, dialect, parsed)
+        get = self.cache.get
+        options = self._options
+        for unit, dialect, device, header, _ in iter_units(text, *span, memo=memo):
+            if header is not None:
+                issue = header.issue
                 if issue is not None:
                     errors = True
                     findings.append(_syntax_finding(issue.message, issue.start, issue.end))
-                containers.append(Container(name, symbol, span, unit.start, unit.end,
-                                            unit.region[0], unit.region[1]))
-                errors |= self._units(text, unit.children, inner,
-                                      device or name in DEVICE_CONTAINERS, findings, placed,
-                                      containers, marked, parsed)
+                containers.append(Container(header.name, header.symbol, header.symbol_span,
+                                            unit.start, unit.end, *unit.region))
                 continue
             source = text[unit.start:unit.end]
             outside = marked.of(unit.start, unit.end) if marked else suppression.NO_CONTEXT
-            cached = self.cache.get((source, dialect, device, outside, self._options))
-            if cached is None:  # analysed with the others missing (_analyze): its text for now
+            cached = get((source, dialect, device, outside, options))
+            if cached is None:
                 placed.append(PlacedUnit(unit.start, source, dialect, device, outside))
                 continue
             placed.append(PlacedUnit(unit.start, cached, dialect, device, outside))
@@ -533,8 +528,7 @@ class Analyzer:
         headers: list[Finding] = []
         placed: list[PlacedUnit] = []
         containers: list[Container] = []
-        errors = self._units(text, split_units(text, *span), TOP_LEVEL_DIALECT, False,
-                             headers, placed, containers, marked, parsed)
+        errors = self._place(text, span, headers, placed, containers, marked, parsed)
         for i, p in enumerate(placed):
             if isinstance(p.result, str):
                 key = (p.result, p.dialect, p.device, p.outside)
@@ -761,8 +755,7 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
     """Findings and functions of one leaf unit, given as its own text (offsets relative).
     Its findings are those that suppression comments leave: its own, and `outside` it
     (`suppression.outside`: a unit's result is a function of its text and of that)."""
-    items, issue = parse_unit_tokens(source, tokenize_lines(source, 0, len(source), OP_WORDS),
-                                     dialect, len(source))
+    items, issue = parse_unit(source, dialect)
     ops = tuple(x for x in items if isinstance(x, Op))
     chunk = Chunk(0, len(source), [] if device else list(ops))  # device code: syntax only
     if issue is not None:
@@ -861,32 +854,6 @@ def _light_results(units: list[tuple], options: tuple, encoding: str | None, end
                 r._positions.get(encoding) if encoding is not None else None)
 
     return parallel.pickled_each(light(i) for i in ends.back())
-
-
-def _header(text: str, unit: Unit, dialect: str | None, parsed: dict) -> tuple:
-    """A container's name, symbol (`@m`), the symbol's span, the default dialect inside it and
-    the syntax issue of its header. A header without issue is parsed once per analysis
-    (`parsed`: (header text, dialect) -> the same at offsets relative to the unit): a file
-    of many `// -----` chunks repeats `module {` and `gpu.module @kernels {` hundreds of
-    times."""
-    key = (text[unit.start:unit.region[0] + 1], dialect)
-    found = parsed.get(key)
-    if found is not None:
-        name, symbol, span, inner = found
-        if span is not None:
-            span = (span[0] + unit.start, span[1] + unit.start)
-        return name, symbol, span, inner, None
-    op, issue = parse_container_header(text, unit, dialect)
-    name = op.name if op is not None else CONTAINER_NAME_RE.match(text, unit.start).group()
-    name = "builtin.module" if name == "module" else name
-    ref = op.symbol_name if op is not None else None
-    symbol = ref.path[0] if ref else None
-    span = (ref.start, ref.end) if ref else None
-    inner = DEFAULT_DIALECT.get(name) if op is not None else dialect
-    if issue is None:  # an issue may lie at the stand-in `}`, past the header's text
-        relative = (span[0] - unit.start, span[1] - unit.start) if span else None
-        parsed[key] = (name, symbol, relative, inner)
-    return name, symbol, span, inner, issue
 
 
 def _problems_outside_units(text: str, placed: list[PlacedUnit]) -> list[Finding]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, is_symbol_op
@@ -33,6 +33,7 @@ from gpu_async_lsp.syntax.ir import (
     ValueRef,
 )
 from gpu_async_lsp.syntax.lexer import (
+    CONTAINER_NAME_RE,
     RawToken,
     Unit,
     split_chunks,
@@ -53,6 +54,8 @@ from gpu_async_lsp.syntax.prelex import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from lark import Lark
 
 TOP_LEVEL_DIALECT = "builtin"  # MLIR's parser starts with `builtin` as the default dialect
@@ -616,6 +619,16 @@ def _lark_parse(tokens: list, fallback_end: int, text: str):
         return [], _syntax_issue(e, fallback_end, text)
 
 
+def parse_unit(text: str, dialect: str | None, start: int = 0,
+               end: int | None = None) -> tuple[list, SyntaxIssue | None]:
+    """Parse the leaf unit text[start:end] (the whole text by default) with `dialect` as the
+    default dialect around it: (its items, ops and alias definitions at offsets in `text`;
+    its syntax issue or None). An issue costs the unit's items."""
+    if end is None:
+        end = len(text)
+    return parse_unit_tokens(text, tokenize_lines(text, start, end, OP_WORDS), dialect, end)
+
+
 def _parse_header(text: str, unit: Unit, dialect: str | None):
     """Parse a container op's text up to its body's `{`, closed by a stand-in `}`."""
     lbrace, rbrace = unit.region
@@ -624,13 +637,90 @@ def _parse_header(text: str, unit: Unit, dialect: str | None):
     return parse_unit_tokens(text, raw, dialect, lbrace + 1)
 
 
-def parse_container_header(text: str, unit: Unit, dialect: str | None):
-    """(the container op, or None; its syntax issue, or None)."""
+# Containers whose bodies hold device code (the async rewrite looks at host code only).
+DEVICE_CONTAINERS = frozenset({"gpu.module"})
+
+
+class ContainerHeader(NamedTuple):
+    """A container op's header (`gpu.module @kernels {`) as parsed, at offsets in the text."""
+
+    name: str  # `builtin.module` (also for `module`), `gpu.module`
+    symbol: str | None  # `@kernels`; None for an unnamed module or a header in error
+    symbol_span: tuple[int, int] | None
+    inner: str | None  # the default dialect of its body
+    issue: SyntaxIssue | None
+    items: list  # the header's parsed items (ops, aliases); empty if taken from a memo
+    op: Op | None  # the container op, given a header that parses with its region
+
+
+class UnitVisit(NamedTuple):
+    """One unit met by `iter_units`, with what lies around it."""
+
+    unit: Unit
+    dialect: str | None  # the default dialect it is parsed with
+    device: bool  # inside a gpu.module
+    header: ContainerHeader | None  # a container's header; None for a leaf unit
+    depth: int  # containers around it
+
+
+def container_header(text: str, unit: Unit, dialect: str | None,
+                     memo: dict | None = None) -> ContainerHeader:
+    """The header of the container `unit`, parsed with `dialect` around it. With `memo` (a
+    dict the caller keeps for one text), a header of the same text and dialect met before
+    is not parsed again (a file of many `// -----` chunks repeats `module {` and
+    `gpu.module @kernels {` hundreds of times); such a header comes without items or op."""
+    key = None
+    if memo is not None:
+        key = (text[unit.start:unit.region[0] + 1], dialect)
+        found = memo.get(key)
+        if found is not None:
+            if found.symbol_span is None:
+                return found
+            s, e = found.symbol_span
+            return found._replace(symbol_span=(s + unit.start, e + unit.start))
     items, issue = _parse_header(text, unit, dialect)
     op = next((x for x in items if isinstance(x, Op)), None)
     if op is not None and not op.regions:
         op = None
-    return op, issue
+    name = op.name if op is not None else CONTAINER_NAME_RE.match(text, unit.start).group()
+    name = "builtin.module" if name == "module" else name
+    ref = op.symbol_name if op is not None else None
+    header = ContainerHeader(name, ref.path[0] if ref else None,
+                             (ref.start, ref.end) if ref else None,
+                             DEFAULT_DIALECT.get(name) if op is not None else dialect,
+                             issue, items, op)
+    # An issue may lie at the stand-in `}`, past the header's text: not kept.
+    if key is not None and issue is None:
+        span = header.symbol_span
+        memo[key] = header._replace(
+            items=[], op=None,
+            symbol_span=(span[0] - unit.start, span[1] - unit.start) if span else None)
+    return header
+
+
+def iter_units(text: str, start: int, end: int, units: list[Unit] | None = None,
+               memo: dict | None = None) -> Iterator[UnitVisit]:
+    """Every unit of the chunk text[start:end] (`units`: its `split_units`, if the caller has
+    them) in text order, each container before its children, with the default dialect each
+    is parsed with: `builtin` at the top, the one a container's op sets inside it (the
+    outer one where its header does not parse). This is the one walk of containers: the
+    parser, the server's analysis and the tests use it. `memo`: see `container_header`."""
+    if units is None:
+        units = split_units(text, start, end)
+    # An explicit stack: nested generators cost a frame per level and unit.
+    stack = [(iter(units), TOP_LEVEL_DIALECT, False)]
+    while stack:
+        its, dialect, device = stack[-1]
+        unit = next(its, None)
+        if unit is None:
+            stack.pop()
+        elif unit.region is None:
+            yield UnitVisit(unit, dialect, device, None, len(stack) - 1)
+        else:
+            header = container_header(text, unit, dialect, memo)
+            yield UnitVisit(unit, dialect, device, header, len(stack) - 1)
+            stack.append((iter(unit.children), header.inner,
+                          device or header.name in DEVICE_CONTAINERS))
 
 
 class LeafShare:
@@ -661,34 +751,32 @@ class LeafShare:
         return b > self.lo and (self.hi is None or a < self.hi)
 
 
-def _parse_units(text: str, units: list[Unit], dialect: str | None, chunk: Chunk,
-                 out_ops: list[Op], share: LeafShare) -> None:
-    for unit in units:
-        if unit.region is None:
-            if not share.take():
-                continue
-            items, issue = parse_unit_tokens(
-                text, tokenize_lines(text, unit.start, unit.end, OP_WORDS), dialect, unit.end)
-            if issue is not None:
-                chunk.errors.append(issue)
-            _take(items, chunk, out_ops)
+def _parse_units(text: str, units: list[Unit], chunk: Chunk, share: LeafShare) -> None:
+    # outs[d]: where the ops of units at depth d go (a container's block, or the list its
+    # own op went to when its header does not parse).
+    outs = [chunk.ops]
+    for unit, dialect, _, header, depth in iter_units(text, chunk.start, chunk.end, units):
+        del outs[depth + 1:]
+        out = outs[depth]
+        if header is None:
+            if share.take():
+                items, issue = parse_unit(text, dialect, unit.start, unit.end)
+                if issue is not None:
+                    chunk.errors.append(issue)
+                _take(items, chunk, out)
+            continue
+        if header.issue is not None:
+            chunk.errors.append(header.issue)
+        _take(header.items, chunk, out)
+        container = header.op
+        if container is None:
+            outs.append(out)
             continue
         lbrace, rbrace = unit.region
-        items, issue = _parse_header(text, unit, dialect)
-        container = next((x for x in items if isinstance(x, Op)), None)
-        if issue is not None or container is None or not container.regions:
-            if issue is not None:
-                chunk.errors.append(issue)
-            _take(items, chunk, out_ops)
-            _parse_units(text, unit.children, dialect, chunk, out_ops, share)
-            continue
-        _take(items, chunk, out_ops)
-        region = container.regions[-1]
         block = Block(None, [], [], lbrace + 1, rbrace)
-        region.blocks = [block]
+        container.regions[-1].blocks = [block]
         container.end = rbrace + 1
-        _parse_units(text, unit.children, DEFAULT_DIALECT.get(container.name), chunk,
-                     block.ops, share)
+        outs.append(block.ops)
 
 
 def _take(items, chunk: Chunk, out_ops: list[Op]) -> None:
@@ -704,7 +792,7 @@ def parse_chunk(text: str, start: int, end: int, share: LeafShare | None = None,
     chunk = Chunk(start, end)
     if units is None:
         units = split_units(text, start, end)
-    _parse_units(text, units, TOP_LEVEL_DIALECT, chunk, chunk.ops, share or LeafShare())
+    _parse_units(text, units, chunk, share or LeafShare())
     return chunk
 
 

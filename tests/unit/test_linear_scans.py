@@ -25,17 +25,9 @@ import pytest
 
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.suppression import NO_CONTEXT
-from gpu_async_lsp.op_tables import DEFAULT_DIALECT
 from gpu_async_lsp.syntax import Chunk, Document, Op, parse_document
 from gpu_async_lsp.syntax import navigation as nav
-from gpu_async_lsp.syntax.lexer import CONTAINER_NAME_RE, tokenize_lines
-from gpu_async_lsp.syntax.parser import (
-    OP_WORDS,
-    TOP_LEVEL_DIALECT,
-    parse_container_header,
-    parse_unit_tokens,
-    split_document,
-)
+from gpu_async_lsp.syntax.parser import iter_units, parse_unit, split_document
 from gpu_async_lsp.text import UTF16, LineIndex
 
 LIMIT = 8  # t(4n) / t(n): linear is about 4, quadratic 16
@@ -53,26 +45,16 @@ def check_path(text: str) -> None:
 def server_path(text: str) -> None:
     """What the server runs on a buffer it opens: the units of `split_document`, container
     headers parsed in place, each leaf unit parsed and analysed as its own text."""
-    for _, _, units in split_document(text):
-        _server_units(text, units, TOP_LEVEL_DIALECT, False)
-
-
-def _server_units(text: str, units, dialect: str | None, device: bool) -> None:
-    for unit in units:
-        if unit.region is not None:
-            op, _ = parse_container_header(text, unit, dialect)
-            name = op.name if op is not None else CONTAINER_NAME_RE.match(text, unit.start).group()
-            name = "builtin.module" if name == "module" else name
-            inner = DEFAULT_DIALECT.get(name) if op is not None else dialect
-            _server_units(text, unit.children, inner, device or name == "gpu.module")
-            continue
-        source = text[unit.start:unit.end]
-        items, issue = parse_unit_tokens(
-            source, tokenize_lines(source, 0, len(source), OP_WORDS), dialect, len(source))
-        chunk = Chunk(0, len(source), [] if device else [x for x in items if isinstance(x, Op)])
-        if issue is not None:
-            chunk.errors.append(issue)
-        analyze(Document(source, [chunk]))
+    for start, end, units in split_document(text):
+        for unit, dialect, device, header, _ in iter_units(text, start, end, units):
+            if header is not None:
+                continue
+            source = text[unit.start:unit.end]
+            items, issue = parse_unit(source, dialect)
+            chunk = Chunk(0, len(source), [] if device else [x for x in items if isinstance(x, Op)])
+            if issue is not None:
+                chunk.errors.append(issue)
+            analyze(Document(source, [chunk]))
 
 
 PATHS = pytest.mark.parametrize("path", [check_path, server_path], ids=["check", "server"])

@@ -545,11 +545,11 @@ def test_container_headers_repeated_in_chunks_parse_once(monkeypatch):
     """`// -----` chunks repeat their module headers: each distinct header is parsed once per
     analysis, and every container still has its own name, symbol and spans; a header in
     error is reported wherever it is."""
-    from gpu_async_lsp.ide import analysis
+    from gpu_async_lsp.syntax import parser
 
     calls = []
-    real = analysis.parse_container_header
-    monkeypatch.setattr(analysis, "parse_container_header",
+    real = parser._parse_header
+    monkeypatch.setattr(parser, "_parse_header",
                         lambda text, unit, d: calls.append(unit.start) or real(text, unit, d))
     chunk = ("module attributes {gpu.container_module} {\n  gpu.module @kernels {\n"
              "    gpu.func @k() kernel { gpu.return }\n  }\n"
