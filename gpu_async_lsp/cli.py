@@ -36,6 +36,7 @@ from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
 from gpu_async_lsp.async_region.rewriter import ORIGINAL, moved_findings
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.config import Config, ConfigError, Resolver, reported
+from gpu_async_lsp.gcpause import gc_paused
 from gpu_async_lsp.options import add_arguments, given_arguments
 from gpu_async_lsp.parallel import analyze_in_shares
 from gpu_async_lsp.report import (
@@ -53,7 +54,7 @@ from gpu_async_lsp.report import (
 )
 from gpu_async_lsp.server import build_arg_parser as build_serve_parser
 from gpu_async_lsp.syntax import parse_document
-from gpu_async_lsp.syntax.parser import build_parser_once, gc_paused
+from gpu_async_lsp.syntax.parser import build_parser_once
 from gpu_async_lsp.syntax.tree import format_tree
 from gpu_async_lsp.text import UTF32, LineIndex, positions_of
 from gpu_async_lsp.walk import STDIN, collect_files

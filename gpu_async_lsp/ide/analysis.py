@@ -30,11 +30,11 @@ from gpu_async_lsp.async_region.rewriter import (
     hint_anchor,
 )
 from gpu_async_lsp.edits import TextEdit, apply_edits
+from gpu_async_lsp.gcpause import gc_paused
 from gpu_async_lsp.ide.cache import UnitCache
 from gpu_async_lsp.syntax import Chunk, Document, Op, undefined_aliases
 from gpu_async_lsp.syntax.parser import (
     build_parser_once,
-    gc_paused,
     iter_units,
     parse_unit,
     split_chunks,

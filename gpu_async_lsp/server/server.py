@@ -32,6 +32,7 @@ from pygls.uris import to_fs_path
 
 from gpu_async_lsp import __version__
 from gpu_async_lsp.config import CONFIG_NAMES, DEFAULTS, Config, ConfigError, Finder
+from gpu_async_lsp.gcpause import gc_paused
 from gpu_async_lsp.ide import semantic
 from gpu_async_lsp.ide.analysis import Analyzer, changed_span
 from gpu_async_lsp.ide.cache import UnitCache
@@ -41,7 +42,6 @@ from gpu_async_lsp.server.documents import DocState, Documents
 from gpu_async_lsp.server.heap import Heap, freeze_if_big
 from gpu_async_lsp.server.protocol import Protocol, Utf8Reader
 from gpu_async_lsp.server.settings import Settings, effective, parse_settings, severity_table
-from gpu_async_lsp.syntax.parser import gc_paused
 from gpu_async_lsp.text import LineIndex
 
 log = logging.getLogger("gpu_async_lsp.server")

@@ -10,8 +10,6 @@ This is the only module that drives Lark. It must not import pygls, lsprotocol o
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import threading
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -794,26 +792,6 @@ def parse_chunk(text: str, start: int, end: int, share: LeafShare | None = None,
         units = split_units(text, start, end)
     _parse_units(text, units, chunk, share or LeafShare())
     return chunk
-
-
-@contextlib.contextmanager
-def gc_paused(freeze: bool = False):
-    """Pause the cyclic GC around a big parse: the IR is many small objects that live on, and
-    the collections their allocation triggers traverse all of them again and again (a check
-    of 50k lines: 21 s -> 14 s; the server's first open of a 50k-line file, which keeps every
-    unit's IR: 0.87 s -> 0.53 s). With `freeze`, what is alive at the end is moved out of the
-    collector's sight first (`gc.freeze`), for a caller whose objects are all freed by
-    reference counting (they hold no cycles): else the first collections after the pause
-    traverse all of it (`check --fix` of 50k lines: 110 ms)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if freeze:
-            gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 def split_document(text: str) -> list[tuple[int, int, list[Unit]]]:

@@ -105,18 +105,20 @@ ALLOWED = {
     "op_tables": set(),
     "text": set(),
     "edits": set(),
+    "gcpause": set(),
     "syntax": {"syntax", "op_tables"},
     "async_region": {"async_region", "syntax", "op_tables", "edits", "text"},
     "parallel": {"async_region", "syntax", "edits"},
-    "ide": {"ide", "async_region", "syntax", "edits", "text", "op_tables", "parallel"},
+    "ide": {"ide", "async_region", "syntax", "edits", "text", "op_tables", "parallel",
+            "gcpause"},
     "walk": set(),
     "options": {"async_region", "walk"},
     "config": {"async_region", "options", "walk"},
     "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables",
-               "options", "config"},
+               "options", "config", "gcpause"},
     "report": {"async_region", "text"},
     "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables",
-            "options", "config", "walk", "report"},
+            "options", "config", "walk", "report", "gcpause"},
 }
 # The compiled-pattern cache imports nothing of the package; every layer but walk may use it.
 EVERYWHERE = {"regex_cache"}
