@@ -32,7 +32,7 @@ MODULES = (
     "gpu_async_lsp.async_region.effects",
     "gpu_async_lsp.async_region.findings",
     "gpu_async_lsp.async_region.suppression",
-    "gpu_async_lsp.ide.analysis",
+    "gpu_async_lsp.ide.host",
     "gpu_async_lsp.text",
 )
 

@@ -24,7 +24,7 @@ from gpu_async_lsp.async_region.rewriter import (
     is_already_async,
 )
 from gpu_async_lsp.edits import TextEdit, apply_edits
-from gpu_async_lsp.ide.analysis import DocumentAnalysis, PlacedUnit
+from gpu_async_lsp.ide.host import DocumentAnalysis, PlacedUnit
 from gpu_async_lsp.op_tables import is_async_interface_op
 from gpu_async_lsp.syntax import Op
 from gpu_async_lsp.syntax import navigation as nav

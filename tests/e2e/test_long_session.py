@@ -377,10 +377,10 @@ if sys.platform != "linux":  # /proc is where memory is read
 
 
 BROKEN_SERVER = [sys.executable, "-c", (
-    "import gpu_async_lsp.ide.analysis as analysis\n"
+    "import gpu_async_lsp.ide.host as host\n"
     "def broken(self, *args, **kwargs):\n"
     "    raise RuntimeError('injected by the test')\n"
-    "analysis.Analyzer.analyze = broken\n"
+    "host.Analyzer.analyze = broken\n"
     "from gpu_async_lsp.cli import main\n"
     "main(['serve'])\n")]
 

@@ -31,7 +31,7 @@ import pytest
 
 from gpu_async_lsp.async_region import analyze, fix_text
 from gpu_async_lsp.async_region.rewriter import LLVM22, ORIGINAL
-from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.ide.host import Analyzer
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.optree import document_trees
 from tests.corpora import CORPORA, chunk_id, manifest, parses, require_corpus

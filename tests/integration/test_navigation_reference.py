@@ -45,7 +45,7 @@ import pytest
 
 from benchmarks.bench_server import LspClient
 from gpu_async_lsp.ide import features
-from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.ide.host import Analyzer
 from gpu_async_lsp.syntax.lexer import split_chunks
 from tests.mlir_tools import mlir_opt, require_tool
 

@@ -17,7 +17,7 @@ from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.cli import CheckOptions, check_text
 from gpu_async_lsp.ide import features
-from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.ide.host import Analyzer
 from gpu_async_lsp.text import LineIndex
 
 ROOT = Path(__file__).resolve().parents[2]

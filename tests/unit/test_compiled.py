@@ -47,7 +47,7 @@ _DIGEST = textwrap.dedent("""
     import gpu_async_lsp._compiled as c
     from gpu_async_lsp.syntax.parser import parse_document
     from gpu_async_lsp.async_region import analyze
-    from gpu_async_lsp.ide.analysis import Analyzer
+    from gpu_async_lsp.ide.host import Analyzer
     sys.path.insert(0, sys.argv[1])
     from benchmarks.gen_host import generate
     h = hashlib.sha256()

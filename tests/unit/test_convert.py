@@ -72,7 +72,7 @@ def test_first_publication_without_a_line_index_equals_one_with_it(name, encodin
     """A first analysis publishes before the text's line index is made: the places of its
     units, counted in one pass, are those the index gives."""
     from gpu_async_lsp.config import DEFAULTS
-    from gpu_async_lsp.ide.analysis import Analyzer
+    from gpu_async_lsp.ide.host import Analyzer
     from gpu_async_lsp.server import responses
     from gpu_async_lsp.server.settings import severity_table
 

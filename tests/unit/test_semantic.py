@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_async_lsp.ide import semantic
-from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.ide.host import Analyzer
 from gpu_async_lsp.text import ENCODINGS, LineIndex, Position
 
 TEXT = ('func.func @f(%n: index) {  // é𝄞 here\n'

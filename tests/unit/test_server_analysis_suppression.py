@@ -12,7 +12,7 @@ from benchmarks.gen_host import generate
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.suppression import suppress
-from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.ide.host import Analyzer
 
 FUNC = "func.func @f(%n: index) {\n  %a = gpu.alloc (%n) : memref<?xf32>\n  return\n}\n"
 BLOCKED = ("func.func @g(%n: index) {\n  %b = gpu.alloc (%n) : memref<?xf32>\n  gpu.wait\n"

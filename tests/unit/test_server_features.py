@@ -13,7 +13,7 @@ import pytest
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.edits import apply_edits, sort_edits
 from gpu_async_lsp.ide import features
-from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.ide.host import Analyzer
 from gpu_async_lsp.text import LineIndex, Position
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -330,7 +330,7 @@ func.func @f(%n: index, %dep: !gpu.async.token) {
 def test_features_llvm22_hints_and_hover_show_the_token_threaded_into_a_wait():
     """With LLVM 22's semantics a pre-existing gpu.wait is no blocker: the hints say what it
     gains and which token is current after it, hover says the same in words."""
-    from gpu_async_lsp.ide.analysis import Analyzer
+    from gpu_async_lsp.ide.host import Analyzer
 
     a = Analyzer(semantics="llvm22").analyze(WAITS, 1)
     assert [f.code for f in a.findings] == ["sync-gpu-ops"]
@@ -365,7 +365,7 @@ def test_features_thread_launch_hints_and_hover_treat_gpu_launch_as_a_gpu_op():
     """With threadLaunch, a gpu.launch gets its hint before its body's `{` and its hover
     shows the launch's head as rewritten, not the kernel; nothing inside the kernel is
     previewed (it is device code)."""
-    from gpu_async_lsp.ide.analysis import Analyzer
+    from gpu_async_lsp.ide.host import Analyzer
 
     a = Analyzer(thread_launch=True).analyze(LAUNCH, 1)
     assert [f.message for f in a.findings] == ["3 GPU ops in @f run synchronously"]

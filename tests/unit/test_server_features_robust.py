@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_async_lsp.ide import features
-from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.ide.host import Analyzer
 from gpu_async_lsp.text import LineIndex
 from tests.corpora import require_corpus
 

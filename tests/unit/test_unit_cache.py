@@ -10,7 +10,7 @@ import gc
 import weakref
 
 from benchmarks.gen_host import generate
-from gpu_async_lsp.ide.analysis import Analyzer
+from gpu_async_lsp.ide.host import Analyzer
 from gpu_async_lsp.ide.cache import UnitCache, estimated_cost
 
 
