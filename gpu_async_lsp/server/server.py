@@ -34,8 +34,8 @@ from gpu_async_lsp import __version__
 from gpu_async_lsp.config import CONFIG_NAMES, DEFAULTS, Config, ConfigError, Finder
 from gpu_async_lsp.gcpause import gc_paused
 from gpu_async_lsp.ide import semantic
-from gpu_async_lsp.ide.host import Analyzer, changed_span
 from gpu_async_lsp.ide.cache import UnitCache
+from gpu_async_lsp.ide.host import Analyzer, changed_span
 from gpu_async_lsp.server import convert, responses
 from gpu_async_lsp.server.capabilities import ClientFeatures
 from gpu_async_lsp.server.documents import DocState, Documents

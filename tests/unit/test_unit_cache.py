@@ -10,8 +10,8 @@ import gc
 import weakref
 
 from benchmarks.gen_host import generate
-from gpu_async_lsp.ide.host import Analyzer
 from gpu_async_lsp.ide.cache import UnitCache, estimated_cost
+from gpu_async_lsp.ide.host import Analyzer
 
 
 class Result:
