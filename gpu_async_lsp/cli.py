@@ -53,9 +53,7 @@ from gpu_async_lsp.report import (
     use_color,
 )
 from gpu_async_lsp.server import build_arg_parser as build_serve_parser
-from gpu_async_lsp.syntax import parse_document
-from gpu_async_lsp.syntax.parser import build_parser_once
-from gpu_async_lsp.syntax.tree import format_tree
+from gpu_async_lsp.syntax import build_parser_once, format_tree, parse_document
 from gpu_async_lsp.text import UTF32, LineIndex, positions_of
 from gpu_async_lsp.walk import STDIN, collect_files
 from gpu_async_lsp.walk import display_path as _display_path

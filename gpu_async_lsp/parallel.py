@@ -22,14 +22,14 @@ from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Severity
 from gpu_async_lsp.async_region.rewriter import ORIGINAL
 from gpu_async_lsp.edits import SortedEdits
-from gpu_async_lsp.syntax import undefined_aliases
-from gpu_async_lsp.syntax.lexer import split_chunks
-from gpu_async_lsp.syntax.parser import (
+from gpu_async_lsp.syntax import (
     LeafShare,
     leaf_counts,
     leaf_unit_sizes,
     parse_document,
+    split_chunks,
     split_document,
+    undefined_aliases,
 )
 
 # Below this size a second process costs more than it saves.

@@ -33,6 +33,8 @@ MODULES = (
     "gpu_async_lsp.async_region.findings",
     "gpu_async_lsp.async_region.suppression",
     "gpu_async_lsp.ide.host",
+    "gpu_async_lsp.ide.units",
+    "gpu_async_lsp.ide.sharing",
     "gpu_async_lsp.text",
 )
 

@@ -24,11 +24,10 @@ from gpu_async_lsp.async_region.rewriter import (
     is_already_async,
 )
 from gpu_async_lsp.edits import TextEdit, apply_edits
-from gpu_async_lsp.ide.host import DocumentAnalysis, PlacedUnit
+from gpu_async_lsp.ide.units import DocumentAnalysis, PlacedUnit
 from gpu_async_lsp.op_tables import is_async_interface_op
-from gpu_async_lsp.syntax import Op
+from gpu_async_lsp.syntax import Op, head_symbol
 from gpu_async_lsp.syntax import navigation as nav
-from gpu_async_lsp.syntax.parser import head_symbol
 from gpu_async_lsp.text import LineIndex, placed
 
 MODULE = "module"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region.rewriter import is_already_async
 from gpu_async_lsp.op_tables import is_async_interface_op
-from gpu_async_lsp.syntax.parser import OP_WORDS
+from gpu_async_lsp.syntax import OP_WORDS
 from gpu_async_lsp.syntax.patterns import BARE_ID, SSA_NAME, STRING, SYMBOL_NAME
 from gpu_async_lsp.text import UTF32, LineIndex
 

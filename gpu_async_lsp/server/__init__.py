@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from gpu_async_lsp import parallel, regex_cache
     from gpu_async_lsp.server.handlers import build_server
-    from gpu_async_lsp.syntax.parser import build_parser_once
+    from gpu_async_lsp.syntax import build_parser_once
 
     server = build_server()
     # Lark and its parser, before the first document: a first open (and the process it forks

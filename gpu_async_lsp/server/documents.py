@@ -14,7 +14,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from gpu_async_lsp.config import DEFAULTS, Config
-from gpu_async_lsp.ide.host import DocumentAnalysis
+from gpu_async_lsp.ide.units import DocumentAnalysis
 from gpu_async_lsp.text import LineIndex
 
 

@@ -11,7 +11,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from gpu_async_lsp.ide import features, semantic
-from gpu_async_lsp.ide.host import FunctionInfo
+from gpu_async_lsp.ide.units import FunctionInfo
 from gpu_async_lsp.server import convert, responses
 from gpu_async_lsp.server.protocol import RawResult
 from gpu_async_lsp.server.server import GpuAsyncServer

@@ -18,7 +18,7 @@ from gpu_async_lsp.async_region import suppression
 from gpu_async_lsp.async_region.findings import SOURCE, SYNC_GPU_OPS, Severity
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.ide import features, semantic
-from gpu_async_lsp.ide.host import (
+from gpu_async_lsp.ide.units import (
     LAUNCH_VARIANT,
     LLVM22_VARIANT,
     VARIANT_BLOCKERS,

@@ -464,7 +464,7 @@ def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
     """The sharing of the batch of a big first open (its cut was once found by summing all
     sizes again for each unit: 0.2 s at 200k lines, 1.3 s at 500k)."""
     from gpu_async_lsp import parallel
-    from gpu_async_lsp.ide import host
+    from gpu_async_lsp.ide import sharing
 
     class NoProcess:
         def __init__(self, *args):
@@ -478,10 +478,10 @@ def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
 
     monkeypatch.setattr(parallel, "in_forked_process", NoProcess)
     monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 0)
-    one = host.analyze_unit("x", None, False, False)
-    monkeypatch.setattr(host, "analyze_unit", lambda *args: one)
+    one = sharing.analyze_unit("x", None, False, False)
+    monkeypatch.setattr(sharing, "analyze_unit", lambda *args: one)
     options = (False, "original", False)
-    assert_linear(lambda units: host.shared_results(units, options),
+    assert_linear(lambda units: sharing.shared_results(units, options),
                   lambda n: [("x" * 40, None, False, NO_CONTEXT)] * n, 20_000)
 
 

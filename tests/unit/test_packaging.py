@@ -158,3 +158,50 @@ def test_layering_module_imports_only_layers_below(path):
             assert parts[1] in allowed, f"{layer} imports {name}"
         elif top in THIRD_PARTY:
             assert layer in THIRD_PARTY[top], f"{layer} imports {name}"
+
+
+# The modules of syntax/ that code outside it may import from (vocabulary, not stages).
+SYNTAX_PUBLIC_MODULES = {"patterns", "navigation"}
+
+
+def _syntax_exports() -> set[str]:
+    tree = ast.parse((PACKAGE / "syntax" / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError("syntax/__init__.py has no __all__")
+
+
+OUTSIDE_SYNTAX = [p for p in MODULES if _layer(p) != "syntax"]
+
+
+@pytest.mark.parametrize("path", OUTSIDE_SYNTAX,
+                         ids=[str(p.relative_to(PACKAGE)) for p in OUTSIDE_SYNTAX])
+def test_layering_code_outside_syntax_uses_its_doors_only(path):
+    """syntax/ is used through the names its __init__ exports (and its vocabulary modules):
+    the IDE layer once called five parsing stages by name, and any private name imported
+    from outside pins a stage that should be free to change."""
+    exports = _syntax_exports()
+    wrong = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[:2] != ["gpu_async_lsp", "syntax"]:
+                continue
+            if len(parts) == 2:
+                wrong += [a.name for a in node.names
+                          if a.name not in exports and a.name not in SYNTAX_PUBLIC_MODULES]
+            elif parts[2] not in SYNTAX_PUBLIC_MODULES:
+                wrong += [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            wrong += [a.name for a in node.names
+                      if a.name.startswith("gpu_async_lsp.syntax.")
+                      and a.name.split(".")[2] not in SYNTAX_PUBLIC_MODULES]
+    assert not wrong, f"{path.name} imports syntax internals: {wrong}"
+
+
+def test_syntax_exports_exist():
+    import gpu_async_lsp.syntax as syntax
+
+    assert all(hasattr(syntax, name) for name in _syntax_exports())

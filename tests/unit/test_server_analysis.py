@@ -9,6 +9,7 @@ import pytest
 from benchmarks.gen_host import generate
 from gpu_async_lsp.async_region.suppression import NO_CONTEXT
 from gpu_async_lsp.ide.host import Analyzer, changed_span
+from gpu_async_lsp.syntax import split_chunks
 
 
 def _snapshot(a):
@@ -139,7 +140,7 @@ def _snapshot_small(a):
 def test_server_analysis_shared_with_a_process_equals_one_process():
     """A big first analysis is shared with a forked process, whose units come back without
     IR and build it on first use: every answer is the same as from one process."""
-    from gpu_async_lsp.ide import host
+    from gpu_async_lsp.ide import sharing
 
     text = generate(12000) + "\nfunc.func @broken() {\n  %x = arith.addi (\n}\n"
     assert len(text) > 400_000
@@ -155,7 +156,7 @@ def test_server_analysis_shared_with_a_process_equals_one_process():
     assert a.has_syntax_errors
     # Hover built the IR of those units; inlay hints of the whole text built every unit's.
     assert all(u.result._rebuild is None for u in a.units)
-    assert host.shared_results([("x", None, False, NO_CONTEXT)],
+    assert sharing.shared_results([("x", None, False, NO_CONTEXT)],
                                    (False, "original", False)) is None
 
 
@@ -232,7 +233,7 @@ def test_server_analysis_stops_the_process_when_its_own_share_fails(monkeypatch)
     import os
 
     from gpu_async_lsp import parallel
-    from gpu_async_lsp.ide import host
+    from gpu_async_lsp.ide import host, sharing
 
     started = []
     real_fork = parallel.in_forked_process
@@ -244,6 +245,7 @@ def test_server_analysis_stops_the_process_when_its_own_share_fails(monkeypatch)
 
     monkeypatch.setattr(parallel, "in_forked_process", spy)
     monkeypatch.setattr(host, "analyze_unit", lambda *a: 1 / 0)
+    monkeypatch.setattr(sharing, "analyze_unit", lambda *a: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         Analyzer().analyze(generate(12000), 1)
     (pid,) = started
@@ -656,11 +658,11 @@ def test_many_chunks_are_split_and_analysed_by_two_processes_as_by_one():
     """A big text of many chunks is shared chunk by chunk (the split too), a unit found in
     both processes' chunks analysed by one of them: every answer is the one process's."""
     from gpu_async_lsp import parallel
-    from gpu_async_lsp.ide import host
+    from gpu_async_lsp.ide import sharing
 
     text = _split_input_text(900)
-    chunks = host.split_chunks(text)
-    assert len(text) > parallel.MIN_PARALLEL_CHARS and host._chunks_worth_sharing(text, chunks)
+    chunks = split_chunks(text)
+    assert len(text) > parallel.MIN_PARALLEL_CHARS and sharing.chunks_worth_sharing(text, chunks)
     shared = Analyzer().analyze(text, 1, encoding="utf-16")
     lazy = [u for u in shared.units if u.result._rebuild is not None]
     assert lazy and len(lazy) < len(shared.units)  # both processes took chunks
@@ -679,11 +681,11 @@ def test_many_chunks_whatever_the_claims_clash(monkeypatch):
     """Keys that share a claim slot: a unit both or neither process analysed (the joining
     one then does it): the same answers."""
     from gpu_async_lsp import parallel
-    from gpu_async_lsp.ide import host
+    from gpu_async_lsp.ide import sharing
 
     monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 100_000)
     text = _split_input_text(200)
-    assert host._chunks_worth_sharing(text, host.split_chunks(text))
+    assert sharing.chunks_worth_sharing(text, split_chunks(text))
 
     class Clashing(parallel.KeyClaims):
         def __init__(self, slots):
@@ -703,12 +705,12 @@ def test_many_chunks_whatever_the_claims_clash(monkeypatch):
 @pytest.mark.parametrize("fork", [_dies, _no_fork], ids=["process dies", "no process"])
 def test_many_chunks_fall_back_when_the_process_fails(monkeypatch, fork):
     from gpu_async_lsp import parallel
-    from gpu_async_lsp.ide import host
+    from gpu_async_lsp.ide import sharing
 
     monkeypatch.setattr(parallel, "in_forked_process", fork)
     monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 100_000)
     text = _split_input_text(200)
-    assert host._chunks_worth_sharing(text, host.split_chunks(text))
+    assert sharing.chunks_worth_sharing(text, split_chunks(text))
     single = Analyzer()
     single.share_big_batches = False
     a = Analyzer().analyze(text, 1)
@@ -732,11 +734,11 @@ def test_many_chunks_of_every_shape_shared_as_by_one(monkeypatch):
     """Chunks of no leaf unit (an empty module, a bare `}`), modules whose header has an
     error, device code: the chunk-shared analysis equals the one-process one."""
     from gpu_async_lsp import parallel
-    from gpu_async_lsp.ide import host
+    from gpu_async_lsp.ide import sharing
 
     monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 100_000)
     text = _chunked_text()
-    assert host._chunks_worth_sharing(text, host.split_chunks(text))
+    assert sharing.chunks_worth_sharing(text, split_chunks(text))
     shared = Analyzer().analyze(text, 1, encoding="utf-8")
     assert any(u.result._rebuild is not None for u in shared.units)
     single = Analyzer()
@@ -750,7 +752,7 @@ def test_many_chunks_with_random_damage_shared_as_by_one(monkeypatch, seed):
     metadata that does not close, non-ASCII, CRLF): split and analysed chunk by chunk in two
     processes, every answer is the one process's."""
     from gpu_async_lsp import parallel
-    from gpu_async_lsp.ide import host
+    from gpu_async_lsp.ide import sharing
 
     monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 50_000)
     rng = random.Random(seed)
@@ -762,7 +764,7 @@ def test_many_chunks_with_random_damage_shared_as_by_one(monkeypatch, seed):
             chunks[k] = c[:pos] + rng.choice(
                 ["{", "}", '"', "/", "\n", "é𝄞", "\r\n", "{-# x", "// -----\n", "%"]) + c[pos:]
     text = "// -----\n".join(chunks)
-    assert host._chunks_worth_sharing(text, host.split_chunks(text))
+    assert sharing.chunks_worth_sharing(text, split_chunks(text))
     single = Analyzer()
     single.share_big_batches = False
     for encoding in ("utf-16", "utf-8"):
