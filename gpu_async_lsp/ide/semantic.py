@@ -116,40 +116,43 @@ def scan(text: str, start: int, end: int, ops=(), encoding: str = "utf-16") -> l
                 kind_id = None  # `memref.store`: the parse says it is an op name
         elif kind == "value":
             kind_id = VALUE
-            if s in defined:
-                mods = DECLARATION
-            if tokens and text[s:e] in tokens:
-                mods |= ASYNC_TOKEN
+            mods = (DECLARATION if s in defined else 0) | (
+                ASYNC_TOKEN if tokens and text[s:e] in tokens else 0)
         elif kind == "string":
             kind_id = OP if s in op_names else STRING_T
-        if kind_id is None:  # a word
-            name_end = op_names.get(s)
-            word = text[s:e]
-            if name_end is None and ("." in word or word in OP_WORDS):
-                # Unparsed text (a syntax error): a word heading its line is an op name.
-                if _LINE_HEAD.match(text, line_start, s) and not _ASSIGN.match(text, e):
-                    name_end = e
-            if name_end is not None:
-                dot = text.find(".", s, name_end)
+        if kind_id is None:  # a word: an op name (its dialect a namespace), a key, a keyword
+            kind_id, dot = _word(text, s, e, line_start, op_names)
+            if kind_id == OP:
+                e = op_names.get(s, e)
                 if dot > s:
                     if index is None:
                         append((line, s - line_start, dot - s, NAMESPACE, 0))
                     else:
                         _place(append, index, encoding, origin, s, dot, NAMESPACE, 0)
                     s = dot + 1
-                kind_id = OP
-                e = name_end
-            elif _ASSIGN.match(text, e) or (_UNIT_ATTR_AFTER.match(text, e)
-                                            and word not in OP_WORDS
-                                            and _after_dict_open(text, line_start, s)):
-                kind_id = PROPERTY
-            else:
-                kind_id = KEYWORD
         if index is None:
             append((line, s - line_start, e - s, kind_id, mods))
         else:
             _place(append, index, encoding, origin, s, e, kind_id, mods)
     return out
+
+
+def _word(text: str, s: int, e: int, line_start: int, op_names: dict) -> tuple[int, int]:
+    """The token type of the word text[s:e], and for an op name where its dialect ends (the
+    `.`; -1 if none): the parse names its ops; in unparsed text (a syntax error) a dotted
+    word or op word heading its line is one. Else an attribute name (`key =`, or a unit
+    attribute in a dictionary) or a keyword."""
+    name_end = op_names.get(s)
+    word = text[s:e]
+    if name_end is None and ("." in word or word in OP_WORDS):
+        if _LINE_HEAD.match(text, line_start, s) and not _ASSIGN.match(text, e):
+            name_end = e
+    if name_end is not None:
+        return OP, text.find(".", s, name_end)
+    if _ASSIGN.match(text, e) or (_UNIT_ATTR_AFTER.match(text, e) and word not in OP_WORDS
+                                  and _after_dict_open(text, line_start, s)):
+        return PROPERTY, -1
+    return KEYWORD, -1
 
 
 _SIMPLE = {"comment": COMMENT, "label": LABEL, "symbol": SYMBOL, "type": TYPE,

@@ -1,9 +1,13 @@
-"""Syntax layer: parse MLIR text into the IR of `ir.py`, one unit at a time, with Lark.
+"""Syntax layer: parse MLIR text into the IR of `ir.py`, one unit at a time.
 
 `parse_document(text)` splits the text into `// -----` chunks and units (top-level ops and the
-children of modules, see `lexer.split_units`), runs the pre-lexer (`prelex.py`) and Lark's
-LALR(1) parser over each unit, and builds IR objects in Lark's inline callbacks (no parse tree
-is kept). A syntax error is reported at the offending token and costs only its own unit.
+children of modules, see `lexer.split_units`), walked by `iter_units`; each leaf unit's raw
+tokens (`lexer.py`) go through the pre-lexer (`prelex.py`) and are read top-down by
+`_PlainParser` when their stream is plain (all but a few units of real files: ops in custom
+form, packed lines, generic ops, regions, block labels); a unit of any other shape, and every
+syntax error, goes to Lark's LALR(1) parser over the grammar (`grammar/mlir.lark`). Both build
+IR objects with the same callbacks (`_Builder`; no parse tree is kept). A syntax error is
+reported at the offending token and costs only its own unit.
 
 This is the only module that drives Lark. It must not import pygls, lsprotocol or the analysis.
 """
