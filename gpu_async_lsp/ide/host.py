@@ -78,10 +78,6 @@ class Analyzer:
             quick = self._reuse(text, version, previous)
             if quick is not None:
                 return quick
-        headers: list[Finding] = []
-        placed: list[PlacedUnit] = []
-        containers: list[Container] = []
-        errors = False
         # Any suppression comment at all: what those outside each unit hide there.
         marked = suppression.Outside(text) if suppression.MARKER in text else None
         chunks = split_chunks(text)
@@ -94,37 +90,40 @@ class Analyzer:
                                           encoding)
         if shared is not None:
             headers, placed, containers, errors = shared
-            errors |= _undefined_aliases(text, chunks, headers)
-            if marked:
-                headers.extend(_problems_outside_units(text, placed))
-            return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
-                                    containers, chunks, semantics=self.semantics,
-                                    options=self._options)
-        parsed_headers: dict = {}  # container headers of this text, parsed once each
-        for span in chunks:
-            errors |= self._place(text, span, headers, placed, containers, marked,
-                                  parsed_headers)
-        # The leaf units whose results were not cached: analysed now, all at once, each
-        # distinct one once (a text may hold the same unit many times).
-        missing: dict[tuple, list[int]] = {}
-        for i, p in enumerate(placed):
-            if isinstance(p.result, str):
-                missing.setdefault((p.result, p.dialect, p.device, p.outside), []).append(i)
-        if missing:
-            results = self._analyze_units(list(missing), encoding)
-            options = self._options
-            self.cache.put_many([((*key, options), result) for key, result in zip(missing, results)])
-            for where, result in zip(missing.values(), results):
-                for i in where:
-                    p = placed[i]
-                    placed[i] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
-                errors |= result.syntax_error
+        else:
+            headers, placed, containers = [], [], []
+            memo: dict = {}  # container headers of this text, parsed once each
+            errors = False
+            for span in chunks:
+                errors |= self._place(text, span, headers, placed, containers, marked, memo)
+            errors |= self._fill_missing(placed, encoding)
         errors |= _undefined_aliases(text, chunks, headers)
         if marked:
             headers.extend(_problems_outside_units(text, placed))
         return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
                                 containers, chunks, semantics=self.semantics,
                                 options=self._options)
+
+    def _fill_missing(self, placed: list[PlacedUnit], encoding: str | None) -> bool:
+        """The leaf units whose results were not cached (`_place` left their text): analysed
+        now, all at once, each distinct one once (a text may hold the same unit many times),
+        and cached. Any syntax error?"""
+        missing: dict[tuple, list[int]] = {}
+        for i, p in enumerate(placed):
+            if isinstance(p.result, str):
+                missing.setdefault((p.result, p.dialect, p.device, p.outside), []).append(i)
+        if not missing:
+            return False
+        errors = False
+        results = self._analyze_units(list(missing), encoding)
+        options = self._options
+        self.cache.put_many([((*key, options), result) for key, result in zip(missing, results)])
+        for where, result in zip(missing.values(), results):
+            for i in where:
+                p = placed[i]
+                placed[i] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
+            errors |= result.syntax_error
+        return errors
 
     def _place(self, text: str, span: tuple[int, int], findings: list, placed: list,
                containers: list, marked: suppression.Outside | None, memo: dict) -> bool:
@@ -212,16 +211,7 @@ class Analyzer:
         result = DocumentAnalysis(version, text, placed, headers, errors, self.strict,
                                   containers, chunks, semantics=self.semantics,
                                 options=self._options)
-        # Results derived from the whole document that a change of some units may leave valid
-        # (server/features.py decides): offered to the new analysis with the indices of the
-        # units changed since they were made (versions nobody asked about pass them on).
-        for key in CARRIED_MEMOS:
-            if key in previous.memo:
-                result.memo[("carried", key)] = (previous.memo[key], frozenset({k}))
-            elif ("carried", key) in previous.memo:
-                value, edited = previous.memo[("carried", key)]
-                if len(edited) < MAX_CARRIED_EDITS:
-                    result.memo[("carried", key)] = (value, edited | {k})
+        _carry_memos(previous, result, k)
         return result
 
     def _unit(self, source: str, dialect: str | None, device: bool,
@@ -239,6 +229,19 @@ class Analyzer:
 # Per-document results that may survive an edit inside one unit (see features.symbol_table).
 CARRIED_MEMOS = ("symtab",)
 MAX_CARRIED_EDITS = 64
+
+
+def _carry_memos(previous: DocumentAnalysis, result: DocumentAnalysis, edited_unit: int) -> None:
+    """Results derived from the whole document that a change of some units may leave valid
+    (ide/features.py decides): offered to the new analysis with the indices of the units
+    changed since they were made (versions nobody asked about pass them on)."""
+    for key in CARRIED_MEMOS:
+        if key in previous.memo:
+            result.memo[("carried", key)] = (previous.memo[key], frozenset({edited_unit}))
+        elif ("carried", key) in previous.memo:
+            value, edited = previous.memo[("carried", key)]
+            if len(edited) < MAX_CARRIED_EDITS:
+                result.memo[("carried", key)] = (value, edited | {edited_unit})
 
 
 # What an edit may not touch for the unit layout to stay: braces, quotes (strings hold braces),
