@@ -2,7 +2,8 @@
 
 The Python of those modules is compiled as it is (no Cython types, annotations not used as
 types): C calls in place of the interpreter's dispatch. The first analysis of 50k lines of
-host code took ~20% less CPU time (stages measured in one process, README "Performance").
+host code took ~20% less CPU time (stages measured in one process; whole runs are in
+docs/benchmarks.md).
 The extensions go into a package of their own, `gpu_async_lsp_compiled`, with a manifest of
 the source each was built from; `gpu_async_lsp/_compiled.py` loads one only while its source
 is unchanged (an edited module of an editable install is run as Python, not as what was

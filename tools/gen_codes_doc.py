@@ -2,7 +2,7 @@
 ``gpu_async_lsp/async_region/findings.py``) says elsewhere:
 
 * ``docs/codes.md``: one section per code (what it means, an example, how to resolve it);
-* the table of codes in ``README.md`` (under "Command line");
+* the table of codes in ``README.md`` (under "`check` in CI");
 * the ``gpuAsyncLsp.severity`` properties of ``editors/vscode/package.json``, and the codes
   its ``gpuAsyncLsp.select`` and ``gpuAsyncLsp.ignore`` settings accept.
 

@@ -1,6 +1,6 @@
 """The server in real Emacs: Debian's emacs-nox with eglot (elpa-eglot on Emacs 28), in batch mode.
 
-The driver (DRIVER below, Emacs Lisp) sets eglot up as the README says, opens a copy of
+The driver (DRIVER below, Emacs Lisp) sets eglot up as docs/server.md says, opens a copy of
 examples/blocked.mlir, waits (bounded) until flymake holds the pre-existing-wait error, asks for
 the code actions on the gpu.wait line the way `M-x eglot-code-actions` does (picking, as a
 user would at its prompt, the one that threads through the gpu.wait as LLVM 22 does), saves

@@ -3,6 +3,7 @@ resolved configuration, `check`'s flags, the server's settings and the README fo
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -16,6 +17,7 @@ from gpu_async_lsp.config import DEFAULTS, Config
 from gpu_async_lsp.options import (
     BOOL,
     BY_KEY,
+    BY_SETTING,
     CHOICE,
     CODE_LIST,
     FILE_OPTIONS,
@@ -146,3 +148,149 @@ def test_parse_settings_empty_list_from_neovim_is_no_settings():
     settings, problems = parse_settings([])
     assert problems == [] and settings == parse_settings(None)[0]
     assert parse_settings([1])[1] == ["settings must be an object, not list"]
+
+
+# -- README.md and docs/ against the registries ---------------------------------------------------
+
+DOCS = REPO / "docs"
+# A flag as this project's parsers spell them: `--long-name` or `-x`. (`-gpu-async-region`, one
+# dash and a word, is a pass of mlir-opt, not one of ours.)
+_FLAG = re.compile(r"(?<![\w-])(?:--[a-z][a-z0-9-]*|-[a-zA-Z](?![\w-]))")
+# Our command in a line of a fenced block: `gpu-async-lsp check ...`, `.venv/bin/gpu-async-lsp`,
+# `- run: gpu-async-lsp ...` (not `gpu-async-lsp.toml` or `gpu-async-lsp-check`).
+_OUR_COMMAND = re.compile(r"gpu-async-lsp(?![\w./-])")
+# A code span that is our command: `gpu-async-lsp check --fix`, `check --diff`, `serve --tcp`.
+_OUR_COMMAND_SPAN = re.compile(r"(?:\S*/)?gpu-async-lsp\s|(?:check|tree|serve)\s")
+
+
+def _flags_named(text: str) -> set[str]:
+    """The flags of gpu-async-lsp that a Markdown text names: in code spans that are flags
+    (`--fix`, `--jobs N`, `-q`) or our commands (`check --fix --diff`), and in the lines of
+    fenced blocks that run our command (in a shell or usage block, with the indented lines
+    that continue it). Other tools' flags (`mlir-opt-22 -split-input-file`, `ruff check ...`)
+    are not ours."""
+    flags: set[str] = set()
+    prose = []
+    fenced = command = shell = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced, command = not fenced, False
+            shell = line.strip("` ") in ("", "sh", "bash", "console")
+        elif not fenced:
+            prose.append(line)
+        elif (at := _OUR_COMMAND.search(line)) is not None:
+            command = shell
+            flags.update(_FLAG.findall(line, at.end()))
+        elif command and line[:1].isspace():
+            flags.update(_FLAG.findall(line))
+        else:
+            command = False
+    for span in re.findall(r"`([^`]+)`", "\n".join(prose)):
+        if span.startswith("-") or _OUR_COMMAND_SPAN.match(span):
+            flags.update(_FLAG.findall(span))
+    return flags
+
+
+def _subcommands() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """`cli.build_parser()` and its subcommands' parsers, by name."""
+    top = cli.build_parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return top, dict(sub.choices)
+
+
+def _option_strings(*parsers: argparse.ArgumentParser) -> set[str]:
+    return {s for parser in parsers for action in parser._actions for s in action.option_strings}
+
+
+def _markdown_section(text: str, title: str) -> str:
+    """The section under the heading line `title` (`## Install`), up to the next heading of
+    the same or a higher level; lines of fenced blocks (`# pyproject.toml`) are no headings."""
+    level = len(title) - len(title.lstrip("#"))
+    lines = text.splitlines()
+    start = lines.index(title)
+    fenced = False
+    for end in range(start + 1, len(lines)):
+        line = lines[end]
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        hashes = len(line) - len(line.lstrip("#"))
+        if not fenced and 0 < hashes <= level and line[hashes:hashes + 1] == " ":
+            return "\n".join(lines[start:end])
+    return "\n".join(lines[start:])
+
+
+def test_flags_named_finds_flags_of_our_commands_only():
+    text = ("`--fix` and `-q`/`--quiet`, `check --diff --jobs N`, `-j N`, `-` (stdin),\n"
+            "MLIR's `-gpu-async-region` pass, `mlir-opt-22 -split-input-file --a-pass`\n"
+            "```\ngpu-async-lsp check [--strict | --no-strict]\n    [--color auto]\n"
+            "ruff check --fix-only\n  - run: .venv/bin/gpu-async-lsp tree --tree-flag\n```\n"
+            "```lua\ncmd = { 'gpu-async-lsp' },\n  cmd = { 'python', '-m', 'gpu_async_lsp' }\n```")
+    assert _flags_named(text) == {"--fix", "-q", "--quiet", "--diff", "--jobs", "-j",
+                                  "--strict", "--no-strict", "--color", "--tree-flag"}
+
+
+def test_docs_cli_names_each_flag_of_check():
+    """docs/cli.md is the reference of `check`: each flag of the registry and each other flag
+    `check --help` prints (both spellings of `--strict`/`--no-strict`, `-j`/`--jobs`, ...)."""
+    named = _flags_named((DOCS / "cli.md").read_text(encoding="utf-8"))
+    check = _option_strings(_subcommands()[1]["check"])
+    registry = {o.flag for o in OPTIONS if o.flag}
+    assert registry <= check
+    assert not sorted(registry - named), "flags of options.py that docs/cli.md does not name"
+    assert not sorted(check - named), "flags of `check --help` that docs/cli.md does not name"
+
+
+def test_docs_cli_names_no_flag_the_parser_lacks():
+    top, sub = _subcommands()
+    named = _flags_named((DOCS / "cli.md").read_text(encoding="utf-8"))
+    stale = named - _option_strings(top, sub["check"], sub["tree"])
+    assert not sorted(stale), "flags docs/cli.md names that `check`, `tree` and --version lack"
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/server.md", "editors/vscode/README.md",
+                                  "editors/nvim/README.md"])
+def test_docs_name_no_flag_the_parser_lacks(page):
+    """(docs/benchmarks.md is left out: the flags there are the benchmark scripts'.)"""
+    top, sub = _subcommands()
+    named = _flags_named((REPO / page).read_text(encoding="utf-8"))
+    stale = named - _option_strings(top, *sub.values())
+    assert not sorted(stale), f"flags {page} names that no subcommand of gpu-async-lsp has"
+
+
+def test_docs_server_names_each_setting_and_serve_flag():
+    text = (DOCS / "server.md").read_text(encoding="utf-8")
+    missing = [o.setting for o in OPTIONS
+               if o.setting and f"`{o.setting}`" not in text and f'"{o.setting}"' not in text]
+    assert not missing, "server settings of options.py that docs/server.md does not name"
+    serve = _option_strings(_subcommands()[1]["serve"]) - {"-h", "--help"}
+    assert not sorted(serve - _flags_named(text)), "flags of `serve` docs/server.md lacks"
+
+
+def test_docs_server_settings_example_is_every_setting_and_valid():
+    """The JSON example of "## Settings" shows each setting of the registry, and no other."""
+    section = _markdown_section((DOCS / "server.md").read_text(encoding="utf-8"), "## Settings")
+    found = re.search(r"```json\n(.*?)```", section, re.S)
+    assert found, "no ```json example in docs/server.md's Settings"
+    example = json.loads(found.group(1))
+    assert set(example) == set(BY_SETTING)
+    assert parse_settings(example)[1] == []
+
+
+def test_readme_editor_section_names_each_vscode_setting():
+    section = _markdown_section((REPO / "README.md").read_text(encoding="utf-8"),
+                                "## Using it in the editor")
+    missing = [f"{SECTION}.{name}" for name in _properties()
+               if f"`{SECTION}.{name}`" not in section]
+    assert not missing, "VS Code settings the README's editor section does not name"
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/cli.md", "docs/server.md",
+                                  "docs/benchmarks.md", "editors/vscode/README.md"])
+def test_docs_name_only_vscode_settings_and_commands_that_exist(page):
+    manifest = json.loads(MANIFEST.read_text())["contributes"]
+    known = set(manifest["configuration"]["properties"])
+    known |= {c["command"] for c in manifest["commands"]}
+    text = (REPO / page).read_text(encoding="utf-8")
+    named = set(re.findall(rf"{SECTION}\.[A-Za-z]+(?:\.[A-Za-z]+)*", text))
+    assert not sorted(named - known), f"settings {page} names that package.json lacks"
+
