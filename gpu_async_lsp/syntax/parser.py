@@ -655,6 +655,11 @@ class ContainerHeader(NamedTuple):
     op: Op | None  # the container op, given a header that parses with its region
 
 
+# A named tuple made from a tuple in C (its class's own __new__ is Python: a unit's visit
+# cost twice as much).
+_new = tuple.__new__
+
+
 class UnitVisit(NamedTuple):
     """One unit met by `iter_units`, with what lies around it."""
 
@@ -676,10 +681,12 @@ def container_header(text: str, unit: Unit, dialect: str | None,
         key = (text[unit.start:unit.region[0] + 1], dialect)
         found = memo.get(key)
         if found is not None:
-            if found.symbol_span is None:
+            span = found.symbol_span
+            if span is None:
                 return found
-            s, e = found.symbol_span
-            return found._replace(symbol_span=(s + unit.start, e + unit.start))
+            return _new(ContainerHeader, (found.name, found.symbol,
+                                          (span[0] + unit.start, span[1] + unit.start),
+                                          found.inner, None, found.items, None))
     items, issue = _parse_header(text, unit, dialect)
     op = next((x for x in items if isinstance(x, Op)), None)
     if op is not None and not op.regions:
@@ -717,10 +724,10 @@ def iter_units(text: str, start: int, end: int, units: list[Unit] | None = None,
         if unit is None:
             stack.pop()
         elif unit.region is None:
-            yield UnitVisit(unit, dialect, device, None, len(stack) - 1)
+            yield _new(UnitVisit, (unit, dialect, device, None, len(stack) - 1))
         else:
             header = container_header(text, unit, dialect, memo)
-            yield UnitVisit(unit, dialect, device, header, len(stack) - 1)
+            yield _new(UnitVisit, (unit, dialect, device, header, len(stack) - 1))
             stack.append((iter(unit.children), header.inner,
                           device or header.name in DEVICE_CONTAINERS))
 
