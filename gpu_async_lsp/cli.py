@@ -32,7 +32,8 @@ import sys
 
 from gpu_async_lsp import __version__, regex_cache
 from gpu_async_lsp.async_region import analyze
-from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
+from gpu_async_lsp.async_region.findings import NOT_LOWERED, SYNC_GPU_OPS
+from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING
 from gpu_async_lsp.async_region.rewriter import ORIGINAL, moved_findings
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.config import Config, ConfigError, Resolver, reported
@@ -74,6 +75,9 @@ class CheckOptions:
     strict: bool = False
     semantics: str = ORIGINAL
     thread_launch: bool = False
+    # Which lowering the not-lowered findings are about (the command's default; the
+    # library's `analyze` reports none unless asked).
+    lowering: str = LLVM22_LOWERING
     # (code, severity or None: not reported) of each code, from the file's configuration;
     # empty: the defaults.
     severity: tuple = ()
@@ -151,9 +155,9 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     # What a file's check leaves is freed by reference counting (no cycles: tested), frozen
     # so that no collection traverses it on its way out.
     with gc_paused(freeze=True):
-        findings, edits, rewritten, syntax_errors = analyze_in_shares(
+        findings, edits, rewritten, syntax_errors, (dropped, after) = analyze_in_shares(
             text, options.strict, options.buffer_jobs, options.semantics,
-            options.thread_launch, fix=options.fix or options.diff)
+            options.thread_launch, fix=options.fix or options.diff, lowering=options.lowering)
         # Comments hide findings of the text as written; --fix only moves what is left.
         findings = suppress(text, findings)
         if syntax_errors:
@@ -165,6 +169,11 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         if (options.fix or options.diff) and rewritten:
             moved = edits.mover()
             fixed = edits.apply(text)
+            if dropped or after:  # not-lowered: of the functions as the rewrite leaves them
+                findings = sorted([*(f for f in findings if f.code != NOT_LOWERED
+                                     or (f.start, f.end) not in dropped),
+                                   *suppress(text, after)],
+                                  key=lambda f: (f.start, f.end, f.code))
             findings = moved_findings(findings, rewritten, moved)
         elif options.fix_details:
             fixes = _fixes(hints, edits.to_list())
@@ -354,7 +363,7 @@ def run_check(args, stdin, stdout, stderr) -> int:
 def _configured(options: CheckOptions, config: Config) -> CheckOptions:
     """`options` with what a file's configuration says."""
     return dataclasses.replace(options, strict=config.strict, semantics=config.semantics,
-                               thread_launch=config.thread_launch,
+                               thread_launch=config.thread_launch, lowering=config.lowering,
                                severity=tuple(config.severities().items()))
 
 

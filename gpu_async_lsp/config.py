@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpu_async_lsp.async_region.findings import CODES, Finding, Severity
+from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING
 from gpu_async_lsp.async_region.rewriter import ORIGINAL
 from gpu_async_lsp.options import BY_KEY, BY_SETTING, OptionError, severities
 from gpu_async_lsp.walk import Patterns
@@ -57,6 +58,7 @@ class Config:
     semantics: str = ORIGINAL
     strict: bool = False
     thread_launch: bool = False
+    lowering: str = LLVM22_LOWERING
     select: tuple[str, ...] = CODES
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -68,9 +70,9 @@ class Config:
         return os.path.dirname(self.path) if self.path is not None else None
 
     @property
-    def rules(self) -> tuple[bool, str, bool]:
-        """What decides the analysis itself: (strict, semantics, thread_launch)."""
-        return self.strict, self.semantics, self.thread_launch
+    def rules(self) -> tuple[bool, str, bool, str]:
+        """What decides the analysis itself: (strict, semantics, thread_launch, lowering)."""
+        return self.strict, self.semantics, self.thread_launch, self.lowering
 
     def with_values(self, values: Mapping[str, object]) -> Config:
         """These options replaced by `values` (by file key, normalized as Option.parse gives

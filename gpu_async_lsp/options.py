@@ -15,6 +15,7 @@ import argparse
 from dataclasses import dataclass
 
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
+from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING, LOWERINGS
 from gpu_async_lsp.async_region.rewriter import ORIGINAL, SEMANTICS
 from gpu_async_lsp.walk import invalid_pattern
 
@@ -134,6 +135,9 @@ OPTIONS = (
     Option("thread-launch", "threadLaunch", "--thread-launch", BOOL, False,
            "thread the token through inline gpu.launch ops too (their kernel bodies stay as "
            "written) instead of reporting launch-not-outlined"),
+    Option("lowering", "lowering", "--lowering", CHOICE, LLVM22_LOWERING,
+           "which lowering the not-lowered findings are about: llvm22 (the GPU ops LLVM 22's "
+           "gpu-to-llvm leaves unconverted) or none (no such findings)", LOWERINGS),
     Option("select", "select", "--select", CODE_LIST, CODES,
            "the finding codes to report (default: all)"),
     Option("ignore", "ignore", "--ignore", CODE_LIST, (),

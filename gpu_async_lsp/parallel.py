@@ -20,6 +20,7 @@ import threading
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Severity
+from gpu_async_lsp.async_region.lowering import NO_LOWERING
 from gpu_async_lsp.async_region.rewriter import ORIGINAL
 from gpu_async_lsp.edits import SortedEdits
 from gpu_async_lsp.syntax import (
@@ -41,7 +42,10 @@ MIN_PARALLEL_CHARS = 400_000
 # the two ended 16-56 ms apart at 50k lines, with 32 per process 0-11 ms, for no more work.
 BLOCKS_PER_PROCESS = 32
 
-ShareResult = tuple[list[Finding], SortedEdits, set[tuple[int, int]], bool]
+# Findings, edits, the anchors of the rewritten functions, whether a syntax error was found,
+# and what --fix changes of the not-lowered findings (`Analysis.lowering_after_fix`).
+ShareResult = tuple[list[Finding], SortedEdits, set[tuple[int, int]], bool,
+                    tuple[set[tuple[int, int]], list[Finding]]]
 
 
 def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, rules: tuple,
@@ -50,11 +54,12 @@ def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, rules: tupl
     found, of the leaf units [lo, hi) of `text` (all of them: 0, None). `rules`: the pass's
     semantics, whether to thread inline launches, whether the edits will be applied (then
     applied here too, as the part's piece: see SortedEdits)."""
-    semantics, thread_launch, fix = rules
+    semantics, thread_launch, lowering, fix = rules
     analysis = analyze(parse_document(text, LeafShare(lo, hi, counts), layout), strict=strict,
-                       semantics=semantics, thread_launch=thread_launch)
+                       semantics=semantics, thread_launch=thread_launch, lowering=lowering)
     return (analysis.findings, SortedEdits.of(analysis.edits(), text if fix else None),
-            analysis.rewritten_anchors(), analysis.has_syntax_errors)
+            analysis.rewritten_anchors(), analysis.has_syntax_errors,
+            analysis.lowering_after_fix() if fix else (set(), []))
 
 
 def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
@@ -71,29 +76,30 @@ def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
 
 
 def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGINAL,
-                      thread_launch: bool = False, fix: bool = False) -> ShareResult:
-    """Findings, edits, rewritten-function anchors and whether any syntax error was found
-    (`_analyzed_in_shares`, and the aliases each chunk uses and does not define, looked for
-    once in the whole text)."""
-    findings, edits, anchors, errors = _analyzed_in_shares(text, strict, jobs, semantics,
-                                                           thread_launch, fix)
+                      thread_launch: bool = False, fix: bool = False,
+                      lowering: str = NO_LOWERING) -> ShareResult:
+    """Findings, edits, rewritten-function anchors, whether any syntax error was found and
+    what --fix changes of the not-lowered findings (`_analyzed_in_shares`, and the aliases
+    each chunk uses and does not define, looked for once in the whole text)."""
+    findings, edits, anchors, errors, after_fix = _analyzed_in_shares(
+        text, strict, jobs, semantics, thread_launch, fix, lowering)
     undefined = undefined_aliases(text, split_chunks(text))
     if undefined:
         findings = sorted([*findings, *(Finding(F.SYNTAX, u.message, u.start, u.end,
                                                 Severity.ERROR) for u in undefined)],
                           key=lambda f: (f.start, f.end, f.code))
         errors = True
-    return findings, edits, anchors, errors
+    return findings, edits, anchors, errors, after_fix
 
 
 def _analyzed_in_shares(text: str, strict: bool, jobs: int, semantics: str, thread_launch: bool,
-                        fix: bool) -> ShareResult:
+                        fix: bool, lowering: str = NO_LOWERING) -> ShareResult:
     """Findings, edits, rewritten-function anchors and whether any syntax error was found.
 
     A big buffer's blocks of leaf units are analysed by `jobs` processes (this one and forked
     ones), each from its own block on, taking the blocks no other has claimed (`Claims`); the
     results are joined in text order (the edits of each block sorted in its process)."""
-    rules = (semantics, thread_launch, fix)  # the rules, as the workers take them
+    rules = (semantics, thread_launch, lowering, fix)  # the rules, as the workers take them
     if jobs < 2 or len(text) < MIN_PARALLEL_CHARS or not can_fork():
         return _analyze_share(text, 0, None, strict, rules)
     layout = split_document(text)
@@ -136,17 +142,22 @@ def _analyzed_in_shares(text: str, strict: bool, jobs: int, semantics: str, thre
     edits = SortedEdits()
     anchors: set[tuple[int, int]] = set()
     errors = False
+    dropped: set[tuple[int, int]] = set()
+    after: list[Finding] = []
     for i, block in enumerate(blocks):
         packed = done.get(i)
-        f, e, a, err = (packed if packed is not None  # else its process died
-                        else _analyze_share(text, *block, strict, rules, layout, counts))
+        f, e, a, err, (d, af) = (packed if packed is not None  # else its process died
+                                 else _analyze_share(text, *block, strict, rules, layout,
+                                                     counts))
+        dropped |= d
+        after.extend(af)
         for finding in f:  # container headers are parsed (and reported) by every block
             findings.setdefault((finding.code, finding.start, finding.end, finding.message), finding)
         edits.extend(e)
         anchors |= a
         errors = errors or err
     ordered = sorted(findings.values(), key=lambda f: (f.start, f.end, f.code))
-    return ordered, edits, anchors, errors
+    return ordered, edits, anchors, errors, (dropped, after)
 
 
 def _claimed_blocks(text: str, blocks: list, strict: bool, rules: tuple, layout, counts,

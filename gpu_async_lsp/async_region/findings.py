@@ -33,6 +33,8 @@ LAUNCH_NOT_OUTLINED = "launch-not-outlined"
 UNSUPPORTED_FORM = "unsupported-form"
 SYNTAX = "syntax"
 SYNC_GPU_OPS = "sync-gpu-ops"
+# A host GPU op LLVM 22's gpu-to-llvm leaves unconverted (async_region/lowering.py).
+NOT_LOWERED = "not-lowered"
 # A `// gpu-async-lsp: ignore[...]` comment that names an unknown code or is malformed
 # (async_region/suppression.py).
 INVALID_SUPPRESSION = "invalid-suppression"
@@ -198,6 +200,31 @@ RULES: tuple[Rule, ...] = (
         resolve="`check --fix` rewrites the function (`check --diff` shows the change "
                 "first); in the editor, its code lens or the quick fix `Make GPU ops in @f "
                 "asynchronous`."),
+    Rule(
+        NOT_LOWERED, Severity.WARNING, blocks=False, fixable=False,
+        message="'<op>' op is not lowered by LLVM 22's gpu-to-llvm: <why>",
+        summary="LLVM 22's gpu-to-llvm would leave this GPU op unconverted, silently.",
+        hover="LLVM 22's `gpu-to-llvm` leaves this op as it is (exit status 0): the failure "
+              "would show later, in `mlir-translate` or at link time.",
+        meaning="`mlir-opt-22 --gpu-to-llvm` turns a GPU memory op into a runtime call only "
+                "in some forms and leaves every other one in the IR, with exit status 0: "
+                "`gpu.alloc`, `gpu.memcpy`, `gpu.memset` and `gpu.dealloc` must be async "
+                "with exactly one dependency (the stream the call runs on), except a "
+                "`gpu.alloc host_shared`, which must be synchronous; the memref of an alloc "
+                "or memset, and the source of a memcpy, must have the identity layout; a "
+                "memset value must be 16 or 32 bits wide; a memref in a "
+                "`#gpu.address_space<...>` is not converted. The async rewrite makes the "
+                "synchronous ops of a function lowerable (async with one dependency each): "
+                "`--fix` rewrites them, and they come with their function's `sync-gpu-ops` "
+                "hint, whose fix that is. `--lowering none` turns these findings off.",
+        example="func.func @f(%a: !gpu.async.token, %b: !gpu.async.token, %m: memref<4xf32>) {\n"
+                "  %t = gpu.memcpy async [%a, %b] %m, %m : memref<4xf32>, memref<4xf32>\n"
+                "  return\n"
+                "}\n",
+        resolve="Give the op exactly one dependency: join several through one "
+                "`%j = gpu.wait async [%a, %b]` before it and depend on `%j`; start a chain "
+                "with `%t0 = gpu.wait async` for an op with none. A synchronous op: rewrite "
+                "its function (`check --fix`). A `host_shared` alloc: keep it synchronous."),
     Rule(
         INVALID_SUPPRESSION, Severity.WARNING, blocks=False, fixable=False,
         message="unknown finding code '<code>' in a suppression comment (known: <codes>)",

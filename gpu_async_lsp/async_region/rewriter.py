@@ -30,6 +30,9 @@ from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.effects import has_side_effects
 from gpu_async_lsp.async_region.execute import has_execute, run_phases
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
+from gpu_async_lsp.async_region.lowering import NO_LOWERING, memory_ops
+from gpu_async_lsp.async_region.lowering import after_rewrite as lowering_after
+from gpu_async_lsp.async_region.lowering import as_written as lowering_as_written
 from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
 from gpu_async_lsp.edits import SortedEdits, TextEdit, apply_edits
 from gpu_async_lsp.op_tables import is_async_interface_op, is_terminator
@@ -171,6 +174,9 @@ class FunctionRewrite:
     # The walk's plan until it is rendered: edits on first request (a code action, --fix).
     _walker: tuple | None = field(default=None, repr=False, compare=False)  # (walker, phases)
     _edits: list[TextEdit] | None = field(default=None, repr=False)
+    # The plan of each op as rendering left it (id(Op) -> OpPlan): what the rewritten text
+    # holds, for the findings that remain after --fix (`lowering.after_rewrite`).
+    _op_plans: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def steps(self) -> list[AsyncStep | WaitStep | ThreadStep]:
@@ -197,6 +203,7 @@ class FunctionRewrite:
                 if self._edits is None:
                     pending, self._walker = self._walker, None
                     self._edits = pending[0].render(pending[1]) if pending is not None else []
+                    self._op_plans = pending[0].plans if pending is not None else {}
         return self._edits
 
     @property
@@ -416,6 +423,7 @@ class Analysis:
     findings: list[Finding]
     functions: list[FunctionRewrite]
     strict: bool = False
+    lowering: str = NO_LOWERING
 
     @property
     def has_syntax_errors(self) -> bool:
@@ -432,6 +440,22 @@ class Analysis:
     def rewritten_anchors(self) -> set[tuple[int, int]]:
         """Spans of the `sync-gpu-ops` hints of the functions the rewrite changes."""
         return {hint_anchor(fn.func) for fn in self.functions if fn.rewritable}
+
+    def lowering_after_fix(self) -> tuple[set[tuple[int, int]], list[Finding]]:
+        """What --fix changes of the `not-lowered` findings: the spans of those in the
+        functions it rewrites (of the text as written: dropped), and those of the same
+        functions as the rewrite leaves them (at offsets of the text as written)."""
+        if self.lowering == NO_LOWERING:
+            return set(), []
+        text = self.document.text
+        dropped: set[tuple[int, int]] = set()
+        after: list[Finding] = []
+        for fn in self.functions:
+            if fn.rewritable:
+                fn.edits  # noqa: B018 - renders the plan, which after_rewrite reads
+                dropped.update((op.name_start, op.name_end) for op in memory_ops(fn.func))
+                after.extend(lowering_after(text, fn.func, fn._op_plans or {}, fn.name))
+        return dropped, after
 
     def fix(self) -> tuple[str, list[Finding]]:
         """The text with every rewritable function rewritten, and the findings that remain in
@@ -519,12 +543,13 @@ def _plural(n: int, one: str, many: str) -> str:
 
 def analyze(source: str | Document, strict: bool = False,
             semantics: str = ORIGINAL, thread_launch: bool = False,
-            plan: bool = True) -> Analysis:
+            plan: bool = True, lowering: str = NO_LOWERING) -> Analysis:
     """Findings and planned edits for a buffer (or an already parsed document), with the
     rules of the `semantics` pass (ORIGINAL or LLVM22); with `thread_launch`, an inline
     `gpu.launch` is threaded like any other async op instead of blocking its function.
     Without `plan`, each function's steps and edits are walked on first use
-    (`analyze_function`)."""
+    (`analyze_function`). With `lowering` (LLVM22_LOWERING), the host GPU ops LLVM 22's
+    gpu-to-llvm would leave unconverted are findings too (`lowering.py`)."""
     doc = parse_document(source) if isinstance(source, str) else source
     text = doc.text
     findings: list[Finding] = [
@@ -535,6 +560,8 @@ def analyze(source: str | Document, strict: bool = False,
     for func in host_functions(doc):
         rw = analyze_function(text, func, semantics, thread_launch, plan)
         functions.append(rw)
+        if lowering != NO_LOWERING:
+            findings.extend(lowering_as_written(text, func, rw.name))
         if rw.blockers and (strict or rw.has_work):
             related = tuple(
                 Related(op.name_start, op.name_end, f"'{op.name}' would be made asynchronous")
@@ -553,7 +580,7 @@ def analyze(source: str | Document, strict: bool = False,
                 f"{_plural(n, 'runs', 'run')} synchronously",
                 start, end, Severity.HINT, function=rw.name))
     findings.sort(key=lambda f: (f.start, f.end, f.code))
-    return Analysis(doc, findings, functions, strict)
+    return Analysis(doc, findings, functions, strict, lowering)
 
 
 def fix_text(text: str, semantics: str = ORIGINAL, thread_launch: bool = False) -> str:

@@ -28,6 +28,7 @@ import gc
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import Finding, suppression
 from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.async_region.lowering import NO_LOWERING
 from gpu_async_lsp.async_region.rewriter import ORIGINAL
 from gpu_async_lsp.gcpause import gc_paused
 from gpu_async_lsp.ide import sharing
@@ -49,12 +50,15 @@ class Analyzer:
     analyzers of other settings may share (the settings are part of each key)."""
 
     def __init__(self, strict: bool = False, cache: UnitCache | None = None,
-                 semantics: str = ORIGINAL, thread_launch: bool = False):
+                 semantics: str = ORIGINAL, thread_launch: bool = False,
+                 lowering: str = NO_LOWERING):
         self.strict = strict
         self.semantics = semantics
         self.thread_launch = thread_launch
+        self.lowering = lowering
         self.cache = cache if cache is not None else UnitCache()
-        self._options = (strict, semantics, thread_launch)
+        # analyze_unit's settings, in its order (part of every cache key).
+        self._options = (strict, semantics, thread_launch, lowering)
         self.last_allocations = 0
         # Share the analysis of many units (a big file's first open) with a forked process.
         self.share_big_batches = True
@@ -157,7 +161,7 @@ class Analyzer:
         """Results of leaf units (text, dialect, device, outside), in order. A big batch (a
         first open) is shared with a forked process, whose results come back without their
         IR."""
-        options = (self.strict, self.semantics, self.thread_launch)
+        options = self._options
         shared = (sharing.shared_results(units, options, encoding) if self.share_big_batches
                   else None)
         if shared is None:
@@ -220,8 +224,7 @@ class Analyzer:
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        result = analyze_unit(source, dialect, device, self.strict, self.semantics,
-                              self.thread_launch, outside)
+        result = analyze_unit(source, dialect, device, *self._options, outside)
         self.cache.put(key, result)
         return result
 

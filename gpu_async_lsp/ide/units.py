@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from gpu_async_lsp.async_region import Finding, Related, analyze, suppression
 from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.async_region.lowering import NO_LOWERING
 from gpu_async_lsp.async_region.rewriter import (
     LLVM22,
     ORIGINAL,
@@ -288,7 +289,7 @@ class DocumentAnalysis:
     chunks: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     memo: dict = dataclasses.field(default_factory=dict)  # per-version request results
     semantics: str = ORIGINAL
-    options: tuple = ()  # the analyzer's settings (strict, semantics, thread_launch)
+    options: tuple = ()  # the analyzer's settings (strict, semantics, thread_launch, lowering)
 
     def unit_at(self, offset: int) -> PlacedUnit | None:
         """The unit whose text holds `offset` (its end included)."""
@@ -402,6 +403,7 @@ def _function_info(source: str, fn: FunctionRewrite, anchor: tuple[int, int]) ->
 
 def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
                  semantics: str = ORIGINAL, thread_launch: bool = False,
+                 lowering: str = NO_LOWERING,
                  outside: tuple = suppression.NO_CONTEXT) -> UnitResult:
     """Findings and functions of one leaf unit, given as its own text (offsets relative).
     Its findings are those that suppression comments leave: its own, and `outside` it
@@ -413,7 +415,7 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
         chunk.errors.append(issue)
     # Steps and edits are walked when first asked for (a code action, a hint, a lens).
     analysis = analyze(Document(source, [chunk]), strict=strict, semantics=semantics,
-                       thread_launch=thread_launch, plan=False)
+                       thread_launch=thread_launch, plan=False, lowering=lowering)
     functions = tuple(_function_info(source, fn, hint_anchor(fn.func))
                       for fn in analysis.functions)
     findings = tuple(suppression.suppress(source, analysis.findings, outside))

@@ -62,7 +62,7 @@ class GpuAsyncServer(LanguageServer):
                          protocol_cls=Protocol)
         self.settings = Settings()
         self.cache = UnitCache()
-        # One analyzer per set of rules (strict, semantics, thread_launch) that some document
+        # One analyzer per set of rules (strict, semantics, thread_launch, lowering) that some document
         # is analysed with, all sharing the cache (whose keys hold the rules).
         self.analyzers: dict[tuple, Analyzer] = {}
         self.configs = Finder()
@@ -181,10 +181,10 @@ class GpuAsyncServer(LanguageServer):
     def analyzer_for(self, config: Config) -> Analyzer:
         analyzer = self.analyzers.get(config.rules)
         if analyzer is None:
-            strict, semantics, thread_launch = config.rules
+            strict, semantics, thread_launch, lowering = config.rules
             analyzer = self.analyzers[config.rules] = Analyzer(
                 strict=strict, semantics=semantics, thread_launch=thread_launch,
-                cache=self.cache)
+                lowering=lowering, cache=self.cache)
         return analyzer
 
     def show_warning(self, message: str) -> None:

@@ -104,14 +104,14 @@ def test_check_clean_file_prints_nothing_exit_0(tmp_path, capsys):
 
 def test_check_sync_ops_reports_hint_exit_0(tmp_path, capsys):
     f = write(tmp_path / "sync.mlir", SYNC)
-    code, out, _ = run(["check", str(f)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", str(f)], capsys)
     assert code == 0
     assert out == f"{f}:1:11: hint: 1 GPU op in @f runs synchronously [sync-gpu-ops]\n"
 
 
 def test_check_pre_existing_wait_reports_error_with_note_exit_1(tmp_path, capsys):
     f = write(tmp_path / "blocked.mlir", BLOCKED)
-    code, out, err = run(["check", str(f)], capsys)
+    code, out, err = run(["check", "--lowering", "none", str(f)], capsys)
     assert code == 1
     assert out.splitlines() == [
         f"{f}:3:3: error: 'gpu.wait' op unexpected pre-existing gpu.wait [pre-existing-wait]",
@@ -205,7 +205,7 @@ def test_check_directory_recursive_sorted_only_mlir(tmp_path, capsys):
     write(tmp_path / "a.mlir", SYNC)
     write(tmp_path / "notes.txt", BLOCKED)
     write(tmp_path / "a" / "x.mlir.bak", BLOCKED)
-    code, out, err = run(["check", str(tmp_path)], capsys)
+    code, out, err = run(["check", "--lowering", "none", str(tmp_path)], capsys)
     assert code == 0
     files = [TEXT_LINE.match(line)["path"] for line in out.splitlines()]
     rel = [os.path.relpath(p, tmp_path) for p in files]
@@ -224,7 +224,7 @@ def test_check_directory_without_mlir_files_notes_exit_0(tmp_path, capsys):
 def test_check_no_paths_checks_current_directory(tmp_path, capsys, monkeypatch):
     write(tmp_path / "sub" / "blocked.mlir", BLOCKED)
     monkeypatch.chdir(tmp_path)
-    code, out, _ = run(["check"], capsys)
+    code, out, _ = run(["check", "--lowering", "none"], capsys)
     assert code == 1
     assert out.startswith("sub/blocked.mlir:3:3: error:")
 
@@ -242,7 +242,7 @@ def test_check_file_named_twice_is_checked_once(tmp_path, capsys):
 def test_check_json_output_has_documented_structure(tmp_path, capsys):
     f = write(tmp_path / "blocked.mlir", BLOCKED)
     s = write(tmp_path / "sync.mlir", SYNC)
-    code, out, _ = run(["check", "--output-format", "json", str(f), str(s)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", "--output-format", "json", str(f), str(s)], capsys)
     assert code == 1
     items = json.loads(out)
     assert items == [
@@ -292,7 +292,7 @@ def test_check_json_columns_count_code_points(tmp_path, capsys):
 def test_check_github_format_emits_workflow_commands_without_hints(tmp_path, capsys):
     f = write(tmp_path / "blocked.mlir", BLOCKED)
     s = write(tmp_path / "sync.mlir", SYNC)
-    code, out, _ = run(["check", "--output-format", "github", str(f), str(s)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", "--output-format", "github", str(f), str(s)], capsys)
     assert code == 1
     assert out.splitlines() == [
         f"::error file={f},line=3,col=3,endLine=3,endColumn=11,"
@@ -353,7 +353,7 @@ def test_check_sarif_validates_against_official_schema(tmp_path, capsys):
     write(tmp_path / "sync.mlir", SYNC)
     write(tmp_path / "syntax.mlir", SYNTAX_ERROR)
     write(tmp_path / "bad.mlir", b"\xc3\x28")
-    code, out, _ = run(["check", "--output-format", "sarif", str(tmp_path),
+    code, out, _ = run(["check", "--lowering", "none", "--output-format", "sarif", str(tmp_path),
                         str(tmp_path / "missing.mlir")], capsys)
     assert code == 2
     log = json.loads(out)
@@ -417,7 +417,7 @@ def test_check_fix_rewrites_file_and_reports_fixed_text_exit_0(tmp_path, capsys)
 
 def test_check_fix_partly_blocked_file_keeps_blocker_exit_1(tmp_path, capsys):
     f = write(tmp_path / "both.mlir", SYNC + BLOCKED)
-    code, out, _ = run(["check", "--fix", str(f)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", "--fix", str(f)], capsys)
     assert code == 1
     assert f.read_text() == SYNC_FIXED + BLOCKED
     # Positions are those of the fixed text: the blocker moved from line 7 to 9.
@@ -670,15 +670,15 @@ def test_check_repository_each_file_under_its_own_configuration(repository, caps
     excludes the fixtures; the nested file (strict) decides alone under src/strict; build
     folders, generated files (but the re-included one) and the .ignore'd file are skipped;
     the hidden folder is walked."""
-    code, out, err = run(["check", "--output-format", "json"], capsys)
+    code, out, err = run(["check", "--lowering", "none", "--output-format", "json"], capsys)
     assert code == 1
     assert _found(out) == REPOSITORY_FINDINGS
     assert "checked 6 files" in err  # with src/sync.mlir and keep.gen.mlir (hints ignored)
 
 
 def test_check_repository_jobs_2_same_as_jobs_1(repository, capsys):
-    one = run(["check", "-j", "1", "--output-format", "json"], capsys)
-    assert run(["check", "-j", "2", "--output-format", "json"], capsys) == one
+    one = run(["check", "--lowering", "none", "-j", "1", "--output-format", "json"], capsys)
+    assert run(["check", "--lowering", "none", "-j", "2", "--output-format", "json"], capsys) == one
     assert _found(one[1]) == REPOSITORY_FINDINGS
 
 
@@ -691,7 +691,7 @@ def test_check_no_respect_gitignore_walks_ignored_files_not_excluded_ones(reposi
 
 
 def test_check_named_files_are_checked_though_ignored_or_excluded(repository, capsys):
-    code, out, _ = run(["check", "--output-format", "json", "build/out.mlir",
+    code, out, _ = run(["check", "--lowering", "none", "--output-format", "json", "build/out.mlir",
                         "tests/fixtures/invalid.mlir", "scratch.mlir"], capsys)
     assert code == 1
     assert _found(out) == [("build/out.mlir", WAIT, "error"),
@@ -700,7 +700,7 @@ def test_check_named_files_are_checked_though_ignored_or_excluded(repository, ca
 
 
 def test_check_force_exclude_applies_exclude_to_named_files_not_gitignore(repository, capsys):
-    _code, out, err = run(["check", "--force-exclude", "--output-format", "json",
+    _code, out, err = run(["check", "--lowering", "none", "--force-exclude", "--output-format", "json",
                           "tests/fixtures/invalid.mlir", "build/out.mlir"], capsys)
     assert _found(out) == [("build/out.mlir", WAIT, "error")]
     assert "checked 1 file" in err
@@ -721,13 +721,13 @@ def test_check_config_names_the_file_for_every_path(repository, capsys):
 
 
 def test_check_config_pyproject_reads_its_table(repository, capsys):
-    code, out, _ = run(["check", "--config", "pyproject.toml", "--output-format", "json",
+    code, out, _ = run(["check", "--lowering", "none", "--config", "pyproject.toml", "--output-format", "json",
                         "src/strict", "tests"], capsys)
     assert code == 0 and _found(out) == []  # not strict, hints ignored, fixtures excluded
 
 
 def test_check_isolated_ignores_every_configuration_file(repository, capsys):
-    _code, out, _ = run(["check", "--isolated", "--output-format", "json", "src", "tests"],
+    _code, out, _ = run(["check", "--lowering", "none", "--isolated", "--output-format", "json", "src", "tests"],
                        capsys)
     assert _found(out) == [("src/blocked.mlir", WAIT, "error"),
                            ("src/strict/sync.mlir", "sync-gpu-ops", "hint"),
@@ -741,7 +741,7 @@ def test_check_config_and_isolated_together_is_usage_error(repository, capsys):
 
 
 def test_check_command_line_values_override_the_files(repository, capsys):
-    _code, out, _ = run(["check", "--no-strict", "--ignore", "syntax", "--output-format", "json",
+    _code, out, _ = run(["check", "--lowering", "none", "--no-strict", "--ignore", "syntax", "--output-format", "json",
                         "src"], capsys)
     assert _found(out) == [("src/blocked.mlir", WAIT, "error"),
                            ("src/strict/sync.mlir", "sync-gpu-ops", "hint"),
@@ -758,7 +758,7 @@ def test_check_command_line_values_override_the_files(repository, capsys):
 def test_check_select_and_ignore_filter_by_code(tmp_path, capsys, argv, expected):
     write(tmp_path / "src" / "blocked.mlir", BLOCKED)
     write(tmp_path / "src" / "sync.mlir", SYNC)
-    code, out, _ = run(["check", "--isolated", "--output-format", "json", *argv,
+    code, out, _ = run(["check", "--lowering", "none", "--isolated", "--output-format", "json", *argv,
                         str(tmp_path / "src")], capsys)
     got = [(os.path.relpath(f, tmp_path), c, s) for f, c, s in _found(out)]
     assert got == expected
@@ -775,15 +775,15 @@ def test_check_unknown_code_is_usage_error_exit_2(tmp_path, capsys, flag):
 def test_check_severity_downgraded_error_no_longer_fails(tmp_path, capsys):
     write(tmp_path / "gpu-async-lsp.toml", f'severity = {{{WAIT} = "warning"}}\n')
     f = write(tmp_path / "blocked.mlir", BLOCKED)
-    code, out, _ = run(["check", str(f)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", str(f)], capsys)
     assert code == 0
     assert out.startswith(f"{f}:3:3: warning: 'gpu.wait' op unexpected pre-existing gpu.wait")
 
 
 def test_check_exclude_replaces_the_files_extend_exclude_adds(repository, capsys):
-    _, out, _ = run(["check", "--exclude", "src", "--output-format", "json"], capsys)
+    _, out, _ = run(["check", "--lowering", "none", "--exclude", "src", "--output-format", "json"], capsys)
     assert [f for f, _, _ in _found(out)] == [".hidden/h.mlir", "tests/fixtures/invalid.mlir"]
-    _, out, _ = run(["check", "--extend-exclude", "src,.hidden", "--output-format", "json"],
+    _, out, _ = run(["check", "--lowering", "none", "--extend-exclude", "src,.hidden", "--output-format", "json"],
                     capsys)
     assert _found(out) == []
 

@@ -15,7 +15,7 @@ KEPT_ABOVE = BLOCKED.replace("  gpu.wait\n", "  // gpu-async-lsp: ignore\n  gpu.
 def test_check_only_error_suppressed_exit_0(tmp_path, capsys):
     for name, text in (("end.mlir", KEPT), ("above.mlir", KEPT_ABOVE)):
         f = write(tmp_path / name, text)
-        code, out, err = run(["check", str(f)], capsys)
+        code, out, err = run(["check", "--lowering", "none", str(f)], capsys)
         assert (code, out) == (0, ""), name
         assert "checked 1 file; no findings" in err
 
@@ -23,7 +23,7 @@ def test_check_only_error_suppressed_exit_0(tmp_path, capsys):
 def test_check_suppression_of_another_code_keeps_the_error_exit_1(tmp_path, capsys):
     f = write(tmp_path / "other.mlir", BLOCKED.replace(
         "  gpu.wait\n", "  gpu.wait // gpu-async-lsp: ignore[already-async]\n"))
-    code, out, _ = run(["check", str(f)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", str(f)], capsys)
     assert code == 1
     assert out.splitlines()[0].endswith("[pre-existing-wait]")
 
@@ -31,11 +31,11 @@ def test_check_suppression_of_another_code_keeps_the_error_exit_1(tmp_path, caps
 def test_check_fix_original_leaves_function_with_suppressed_wait_unrewritten(tmp_path, capsys):
     """The comment hides the finding; the original pass still refuses the wait."""
     f = write(tmp_path / "kept.mlir", SYNC + KEPT)
-    code, out, err = run(["check", "--fix", str(f)], capsys)
+    code, out, err = run(["check", "--lowering", "none", "--fix", str(f)], capsys)
     assert (code, out) == (0, "")
     assert f.read_text() == SYNC_FIXED + KEPT
     assert "rewrote 1 file" in err
-    code, _, _ = run(["check", "--fix", "--semantics", "llvm22", str(f)], capsys)
+    code, _, _ = run(["check", "--lowering", "none", "--fix", "--semantics", "llvm22", str(f)], capsys)
     assert code == 0
     assert "gpu.wait [%t1]  // gpu-async-lsp: ignore[pre-existing-wait]" in f.read_text()
 
@@ -43,9 +43,9 @@ def test_check_fix_original_leaves_function_with_suppressed_wait_unrewritten(tmp
 def test_check_crlf_file_suppression_above_and_fix_keeps_crlf(tmp_path, capsys):
     original = (SYNC + KEPT_ABOVE).replace("\n", "\r\n").encode()
     f = write(tmp_path / "crlf.mlir", original)
-    assert run(["check", str(f)], capsys)[:2] == (0, f"{f}:1:11: hint: 1 GPU op in @f runs "
+    assert run(["check", "--lowering", "none", str(f)], capsys)[:2] == (0, f"{f}:1:11: hint: 1 GPU op in @f runs "
                                                      "synchronously [sync-gpu-ops]\n")
-    code, out, _ = run(["check", "--fix", str(f)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", "--fix", str(f)], capsys)
     assert (code, out) == (0, "")
     assert f.read_bytes() == (SYNC_FIXED + KEPT_ABOVE).replace("\n", "\r\n").encode()
 
@@ -56,15 +56,15 @@ def test_check_unknown_code_is_a_warning_at_its_place_after_fix(tmp_path, capsys
     misspelt = BLOCKED.replace("  gpu.wait\n",
                                "  gpu.wait // gpu-async-lsp: ignore[pre-existing-wiat]\n")
     f = write(tmp_path / "misspelt.mlir", SYNC + misspelt)
-    code, out, _ = run(["check", "--fix", str(f)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", "--fix", str(f)], capsys)
     assert code == 1  # the wait it meant to hide is still an error
     lines = [line for line in out.splitlines() if ": note: " not in line]
     assert lines == [
         f"{f}:9:3: error: 'gpu.wait' op unexpected pre-existing gpu.wait [pre-existing-wait]",
         f"{f}:9:37: warning: unknown finding code 'pre-existing-wiat' in a suppression comment "
         "(known: pre-existing-wait, already-async, async-op-with-regions, launch-not-outlined, "
-        "unsupported-form, sync-gpu-ops) [invalid-suppression]"]
-    code, out, _ = run(["check", "--output-format", "sarif", str(f)], capsys)
+        "unsupported-form, sync-gpu-ops, not-lowered) [invalid-suppression]"]
+    code, out, _ = run(["check", "--lowering", "none", "--output-format", "sarif", str(f)], capsys)
     log = json.loads(out)
     assert not list(_sarif_validator().iter_errors(log))
     [warning] = [r for r in log["runs"][0]["results"] if r["ruleId"] == "invalid-suppression"]
@@ -73,6 +73,6 @@ def test_check_unknown_code_is_a_warning_at_its_place_after_fix(tmp_path, capsys
 
 
 def test_check_stdin_fix_with_suppressed_wait_echoes_it_unchanged(capsys, monkeypatch):
-    code, out, err = run(["check", "--fix", "-"], capsys, monkeypatch, stdin=KEPT.encode())
+    code, out, err = run(["check", "--lowering", "none", "--fix", "-"], capsys, monkeypatch, stdin=KEPT.encode())
     assert (code, out) == (0, KEPT)
     assert "no findings" in err

@@ -142,12 +142,12 @@ def test_finder_same_invalid_content_same_error_object(tmp_path):
 
 def test_parse_config_every_key(tmp_path):
     path = str(tmp_path / "gpu-async-lsp.toml")
-    text = ('semantics = "llvm22"\nstrict = true\nthread-launch = true\n'
+    text = ('semantics = "llvm22"\nstrict = true\nthread-launch = true\nlowering = "none"\n'
             'select = ["pre-existing-wait", "syntax"]\nignore = ["syntax"]\n'
             'exclude = ["fixtures/", "*.tmp.mlir"]\n'
             'severity = {pre-existing-wait = "warning", syntax = "info"}\n')
     assert parse_config(path, text.encode()) == Config(
-        path, "llvm22", True, True, ("pre-existing-wait", "syntax"), ("syntax",),
+        path, "llvm22", True, True, "none", ("pre-existing-wait", "syntax"), ("syntax",),
         ("fixtures/", "*.tmp.mlir"),
         (("pre-existing-wait", Severity.WARNING), ("syntax", Severity.INFORMATION)))
 

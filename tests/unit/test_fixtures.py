@@ -47,6 +47,7 @@ import pytest
 
 from gpu_async_lsp.async_region import analyze, fix_text
 from gpu_async_lsp.async_region import findings as F
+from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING, NO_LOWERING
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.text import LineIndex
 from tests.differential import mlir_reference
@@ -84,6 +85,9 @@ class Fixture:
     strict: bool = False
     semantics: str = "original"
     allow_unregistered: bool = False
+    # `lowering`: the not-lowered findings on (else off, so that the expectations of the other
+    # fixtures need not repeat one per synchronous op).
+    lowering: str = NO_LOWERING
     expectations: list[Expectation] = field(default_factory=list)
 
     @property
@@ -139,12 +143,13 @@ def load_fixture(path: Path) -> Fixture:
     m = _DIRECTIVE.match(first)
     if m:
         options = m[1].replace(",", " ").split()
-        unknown = set(options) - {"strict", "llvm22", "allow-unregistered-dialect"}
+        unknown = set(options) - {"strict", "llvm22", "allow-unregistered-dialect", "lowering"}
         if unknown:
             raise ValueError(f"{path.name}: unknown fixture options {sorted(unknown)}")
         fx.strict = "strict" in options
         fx.semantics = "llvm22" if "llvm22" in options else "original"
         fx.allow_unregistered = "allow-unregistered-dialect" in options
+        fx.lowering = LLVM22_LOWERING if "lowering" in options else NO_LOWERING
     return fx
 
 
@@ -163,7 +168,7 @@ def _params(test: str):
 
 def compare_findings(fx: Fixture) -> list[str]:
     """Differences between the findings and the inline expectations (empty when equal)."""
-    analysis = analyze(fx.text, strict=fx.strict, semantics=fx.semantics)
+    analysis = analyze(fx.text, strict=fx.strict, semantics=fx.semantics, lowering=fx.lowering)
     index = LineIndex(fx.text)
     actual = [(f.severity, index.line_col_1based(f.start)[0], f.message, f.code)
               for f in suppress(fx.text, analysis.findings)]
@@ -341,7 +346,8 @@ def test_golden_fixtures_cover_every_finding_code():
         if path.name in XFAIL:
             continue
         fx = load_fixture(path)
-        found = analyze(fx.text, strict=fx.strict, semantics=fx.semantics).findings
+        found = analyze(fx.text, strict=fx.strict, semantics=fx.semantics,
+                        lowering=fx.lowering).findings
         seen[fx.strict].update(f.code for f in suppress(fx.text, found))
     assert set(F.CODES) <= seen[False] | seen[True], set(F.CODES) - (seen[False] | seen[True])
     assert set(F.BLOCKING) <= seen[True], f"not covered in strict scope: {F.BLOCKING - seen[True]}"

@@ -480,7 +480,7 @@ def test_sharing_a_big_batch_of_units_is_linear_in_their_number(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_PARALLEL_CHARS", 0)
     one = sharing.analyze_unit("x", None, False, False)
     monkeypatch.setattr(sharing, "analyze_unit", lambda *args: one)
-    options = (False, "original", False)
+    options = (False, "original", False, "none")
     assert_linear(lambda units: sharing.shared_results(units, options),
                   lambda n: [("x" * 40, None, False, NO_CONTEXT)] * n, 20_000)
 

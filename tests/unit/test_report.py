@@ -87,7 +87,7 @@ def test_report_json_one_fix_per_function_says_which(tmp_path, capsys):
 
 def test_report_json_after_fix_has_nothing_left_to_fix(tmp_path, capsys):
     f = write(tmp_path / "x.mlir", TWO)
-    _, out, _ = run(["check", "--fix", "--output-format", "json", str(f)], capsys)
+    _, out, _ = run(["check", "--lowering", "none", "--fix", "--output-format", "json", str(f)], capsys)
     items = json.loads(out)
     assert [i["code"] for i in items] == ["pre-existing-wait"]
     assert items[0]["fix_available"] is False
@@ -96,7 +96,7 @@ def test_report_json_after_fix_has_nothing_left_to_fix(tmp_path, capsys):
 
 def test_report_json_syntax_error_file_offers_no_fix(tmp_path, capsys):
     f = write(tmp_path / "x.mlir", SYNTAX_ERROR)
-    _, out, _ = run(["check", "--output-format", "json", str(f)], capsys)
+    _, out, _ = run(["check", "--lowering", "none", "--output-format", "json", str(f)], capsys)
     items = json.loads(out)
     assert {i["code"] for i in items} == {"syntax", "sync-gpu-ops"}
     assert not any(i["fix_available"] for i in items)
@@ -195,7 +195,7 @@ def test_report_statistics_text_counts_per_code_most_frequent_first(tmp_path, ca
     write(tmp_path / "a.mlir", SYNC)
     write(tmp_path / "b.mlir", SYNC)
     write(tmp_path / "c.mlir", BLOCKED)
-    code, out, err = run(["check", "--statistics", str(tmp_path)], capsys)
+    code, out, err = run(["check", "--lowering", "none", "--statistics", str(tmp_path)], capsys)
     assert code == 1
     assert out.splitlines() == [
         f"2\tsync-gpu-ops     \t[*] {RULE['sync-gpu-ops'].summary}",
@@ -206,13 +206,13 @@ def test_report_statistics_text_counts_per_code_most_frequent_first(tmp_path, ca
 
 def test_report_statistics_without_a_fixable_code_has_no_marks(tmp_path, capsys):
     f = write(tmp_path / "c.mlir", BLOCKED + BLOCKED.replace("@g", "@g2"))
-    _, out, _ = run(["check", "--statistics", str(f)], capsys)
+    _, out, _ = run(["check", "--lowering", "none", "--statistics", str(f)], capsys)
     assert out == f"2\tpre-existing-wait\t{RULE['pre-existing-wait'].summary}\n"
 
 
 def test_report_statistics_json_lists_code_summary_count_fixable(tmp_path, capsys):
     f = write(tmp_path / "x.mlir", TWO)
-    code, out, _ = run(["check", "--statistics", "--output-format", "json", str(f)], capsys)
+    code, out, _ = run(["check", "--lowering", "none", "--statistics", "--output-format", "json", str(f)], capsys)
     assert code == 1
     assert json.loads(out) == [
         {"code": "sync-gpu-ops", "summary": RULE["sync-gpu-ops"].summary, "count": 2,
@@ -224,7 +224,7 @@ def test_report_statistics_json_lists_code_summary_count_fixable(tmp_path, capsy
 
 def test_report_statistics_after_fix_count_what_remains(tmp_path, capsys):
     f = write(tmp_path / "x.mlir", TWO)
-    _, out, _ = run(["check", "--fix", "--statistics", str(f)], capsys)
+    _, out, _ = run(["check", "--lowering", "none", "--fix", "--statistics", str(f)], capsys)
     assert out == f"1\tpre-existing-wait\t{RULE['pre-existing-wait'].summary}\n"
 
 
@@ -332,13 +332,13 @@ def test_use_color_follows_choice_then_environment_then_terminal(choice, environ
 
 def test_report_color_always_colors_path_severity_code_and_notes(tmp_path, capsys):
     f = write(tmp_path / "blocked.mlir", BLOCKED)
-    _, out, _ = run(["check", "--color", "always", str(f)], capsys)
+    _, out, _ = run(["check", "--lowering", "none", "--color", "always", str(f)], capsys)
     first, note = out.splitlines()
     assert first == (f"\x1b[1m{f}\x1b[0m:3:3: \x1b[1;31merror\x1b[0m: 'gpu.wait' op unexpected "
                      "pre-existing gpu.wait [\x1b[35mpre-existing-wait\x1b[0m]")
     assert note.startswith(f"\x1b[1m{f}\x1b[0m:2:3: \x1b[1mnote\x1b[0m: ")
     plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
-    assert plain == run(["check", "--color", "never", str(f)], capsys)[1]
+    assert plain == run(["check", "--lowering", "none", "--color", "never", str(f)], capsys)[1]
 
 
 def test_report_color_auto_is_off_when_output_is_not_a_terminal(tmp_path, capsys):
@@ -372,7 +372,7 @@ def test_report_color_always_never_colors_machine_formats(tmp_path, capsys, fmt)
 
 def test_report_color_always_colors_statistics(tmp_path, capsys):
     f = write(tmp_path / "x.mlir", TWO)
-    _, out, _ = run(["check", "--statistics", "--color", "always", str(f)], capsys)
+    _, out, _ = run(["check", "--lowering", "none", "--statistics", "--color", "always", str(f)], capsys)
     assert out.splitlines()[0] == (f"\x1b[1m2\x1b[0m\t\x1b[35msync-gpu-ops     \x1b[0m\t"
                                    f"[\x1b[36m*\x1b[0m] {RULE['sync-gpu-ops'].summary}")
 

@@ -157,7 +157,7 @@ def test_server_analysis_shared_with_a_process_equals_one_process():
     # Hover built the IR of those units; inlay hints of the whole text built every unit's.
     assert all(u.result._rebuild is None for u in a.units)
     assert sharing.shared_results([("x", None, False, NO_CONTEXT)],
-                                   (False, "original", False)) is None
+                                   (False, "original", False, "none")) is None
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-8", "utf-32"])
@@ -440,7 +440,7 @@ def test_check_share_crosses_the_pipe_unchanged():
     from gpu_async_lsp import parallel
 
     text = generate(300) + "".join(_BLOCKED.format(i=i) for i in range(3))
-    result = parallel._analyze_share(text, 0, None, False, ("original", False, True))
+    result = parallel._analyze_share(text, 0, None, False, ("original", False, "none", True))
     assert len(result[1]) and result[0]
     assert pickle.loads(pickle.dumps(result)) == result
     assert pickle.loads(pickle.dumps(result))[1].apply(text) == result[1].apply(text)

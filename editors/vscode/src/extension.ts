@@ -191,7 +191,7 @@ function startFailure(command: string[], err: unknown): string {
 }
 
 /** The settings of package.json that the server reads (the others start the server). */
-const SERVER_SETTINGS = ["strict", "semantics", "threadLaunch", "select", "ignore", "severity", "waitsOnHints"];
+const SERVER_SETTINGS = ["strict", "semantics", "threadLaunch", "lowering", "select", "ignore", "severity", "waitsOnHints"];
 
 /**
  * The server's settings that the user set, as initializationOptions and with each
