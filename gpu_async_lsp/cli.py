@@ -32,8 +32,8 @@ import sys
 
 from gpu_async_lsp import __version__, regex_cache
 from gpu_async_lsp.async_region import analyze
-from gpu_async_lsp.async_region.findings import NOT_LOWERED, SYNC_GPU_OPS
-from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING
+from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
+from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING, NO_LOWERING
 from gpu_async_lsp.async_region.rewriter import ORIGINAL, moved_findings
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.config import Config, ConfigError, Resolver, reported
@@ -155,9 +155,7 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     # What a file's check leaves is freed by reference counting (no cycles: tested), frozen
     # so that no collection traverses it on its way out.
     with gc_paused(freeze=True):
-        findings, edits, rewritten, syntax_errors, (dropped, after) = analyze_in_shares(
-            text, options.strict, options.buffer_jobs, options.semantics,
-            options.thread_launch, fix=options.fix or options.diff, lowering=options.lowering)
+        findings, edits, rewritten, syntax_errors = _analyzed(text, options)
         # Comments hide findings of the text as written; --fix only moves what is left.
         findings = suppress(text, findings)
         if syntax_errors:
@@ -169,11 +167,6 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         if (options.fix or options.diff) and rewritten:
             moved = edits.mover()
             fixed = edits.apply(text)
-            if dropped or after:  # not-lowered: of the functions as the rewrite leaves them
-                findings = sorted([*(f for f in findings if f.code != NOT_LOWERED
-                                     or (f.start, f.end) not in dropped),
-                                   *suppress(text, after)],
-                                  key=lambda f: (f.start, f.end, f.code))
             findings = moved_findings(findings, rewritten, moved)
         elif options.fix_details:
             fixes = _fixes(hints, edits.to_list())
@@ -192,6 +185,20 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
     if options.diff and result.changed:
         result.diff = unified_diff(text, fixed, display)
     return result, fixed
+
+
+def _analyzed(text: str, options: CheckOptions) -> tuple:
+    """`analyze_in_shares` with the options. A text with a syntax error is not rewritten:
+    its not-lowered findings are then those of the text as written."""
+    fixing = options.fix or options.diff
+    found = analyze_in_shares(text, options.strict, options.buffer_jobs, options.semantics,
+                              options.thread_launch, fix=fixing, lowering=options.lowering)
+    if found[3] and fixing and options.lowering != NO_LOWERING:
+        as_written = analyze_in_shares(text, options.strict, options.buffer_jobs,
+                                       options.semantics, options.thread_launch,
+                                       lowering=options.lowering)[0]
+        found = (as_written, *found[1:])
+    return found
 
 
 def _same_fixes(fixes: dict, findings) -> dict:

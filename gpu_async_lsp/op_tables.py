@@ -682,6 +682,27 @@ RECURSIVE_EFFECT_OPS: frozenset[str] = frozenset(
     }
 )
 
+# Ops whose only effects are reads and allocations (`wouldOpBeTriviallyDead`: unused,
+# they are dead, as an op without effects is).
+READ_OR_ALLOCATE_OPS: frozenset[str] = frozenset(
+    {
+        "affine.load",
+        "affine.vector_load",
+        "bufferization.to_tensor",
+        "gpu.alloc",
+        "gpu.subgroup_mma_load_matrix",
+        "llvm.alloca",
+        "memref.alloc",
+        "memref.alloca",
+        "memref.load",
+        "memref.reshape",
+        "vector.expandload",
+        "vector.gather",
+        "vector.load",
+        "vector.maskedload",
+    }
+)
+
 # Known ops that may have memory effects.
 _EFFECT_OPS: frozenset[str] = frozenset(
     {
@@ -995,6 +1016,12 @@ def is_terminator(name: str) -> bool:
 def is_async_interface_op(name: str) -> bool:
     """Whether the op implements gpu::AsyncOpInterface."""
     return name in ASYNC_INTERFACE_OPS
+
+
+def dead_when_unused(name: str) -> bool:
+    """Whether MLIR erases the op when nothing uses its results (no effects, or only
+    reads and allocations: ``wouldOpBeTriviallyDead``), regions aside."""
+    return name in NO_EFFECT_OPS or name in READ_OR_ALLOCATE_OPS
 
 
 def effect_kind(name: str) -> str:

@@ -42,10 +42,7 @@ MIN_PARALLEL_CHARS = 400_000
 # the two ended 16-56 ms apart at 50k lines, with 32 per process 0-11 ms, for no more work.
 BLOCKS_PER_PROCESS = 32
 
-# Findings, edits, the anchors of the rewritten functions, whether a syntax error was found,
-# and what --fix changes of the not-lowered findings (`Analysis.lowering_after_fix`).
-ShareResult = tuple[list[Finding], SortedEdits, set[tuple[int, int]], bool,
-                    tuple[set[tuple[int, int]], list[Finding]]]
+ShareResult = tuple[list[Finding], SortedEdits, set[tuple[int, int]], bool]
 
 
 def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, rules: tuple,
@@ -56,10 +53,10 @@ def _analyze_share(text: str, lo: int, hi: int | None, strict: bool, rules: tupl
     applied here too, as the part's piece: see SortedEdits)."""
     semantics, thread_launch, lowering, fix = rules
     analysis = analyze(parse_document(text, LeafShare(lo, hi, counts), layout), strict=strict,
-                       semantics=semantics, thread_launch=thread_launch, lowering=lowering)
+                       semantics=semantics, thread_launch=thread_launch, lowering=lowering,
+                       fixing=fix)
     return (analysis.findings, SortedEdits.of(analysis.edits(), text if fix else None),
-            analysis.rewritten_anchors(), analysis.has_syntax_errors,
-            analysis.lowering_after_fix() if fix else (set(), []))
+            analysis.rewritten_anchors(), analysis.has_syntax_errors)
 
 
 def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
@@ -78,10 +75,11 @@ def _shares(sizes: list[int], n: int) -> list[tuple[int, int | None]]:
 def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGINAL,
                       thread_launch: bool = False, fix: bool = False,
                       lowering: str = NO_LOWERING) -> ShareResult:
-    """Findings, edits, rewritten-function anchors, whether any syntax error was found and
-    what --fix changes of the not-lowered findings (`_analyzed_in_shares`, and the aliases
-    each chunk uses and does not define, looked for once in the whole text)."""
-    findings, edits, anchors, errors, after_fix = _analyzed_in_shares(
+    """Findings, edits, rewritten-function anchors and whether any syntax error was found
+    (`_analyzed_in_shares`, and the aliases each chunk uses and does not define, looked for
+    once in the whole text). With `fix` and a `lowering`, the not-lowered findings of the
+    functions the rewrite changes are those of the rewritten text (at offsets of `text`)."""
+    findings, edits, anchors, errors = _analyzed_in_shares(
         text, strict, jobs, semantics, thread_launch, fix, lowering)
     undefined = undefined_aliases(text, split_chunks(text))
     if undefined:
@@ -89,7 +87,7 @@ def analyze_in_shares(text: str, strict: bool, jobs: int, semantics: str = ORIGI
                                                 Severity.ERROR) for u in undefined)],
                           key=lambda f: (f.start, f.end, f.code))
         errors = True
-    return findings, edits, anchors, errors, after_fix
+    return findings, edits, anchors, errors
 
 
 def _analyzed_in_shares(text: str, strict: bool, jobs: int, semantics: str, thread_launch: bool,
@@ -142,22 +140,17 @@ def _analyzed_in_shares(text: str, strict: bool, jobs: int, semantics: str, thre
     edits = SortedEdits()
     anchors: set[tuple[int, int]] = set()
     errors = False
-    dropped: set[tuple[int, int]] = set()
-    after: list[Finding] = []
     for i, block in enumerate(blocks):
         packed = done.get(i)
-        f, e, a, err, (d, af) = (packed if packed is not None  # else its process died
-                                 else _analyze_share(text, *block, strict, rules, layout,
-                                                     counts))
-        dropped |= d
-        after.extend(af)
+        f, e, a, err = (packed if packed is not None  # else its process died
+                        else _analyze_share(text, *block, strict, rules, layout, counts))
         for finding in f:  # container headers are parsed (and reported) by every block
             findings.setdefault((finding.code, finding.start, finding.end, finding.message), finding)
         edits.extend(e)
         anchors |= a
         errors = errors or err
     ordered = sorted(findings.values(), key=lambda f: (f.start, f.end, f.code))
-    return ordered, edits, anchors, errors, (dropped, after)
+    return ordered, edits, anchors, errors
 
 
 def _claimed_blocks(text: str, blocks: list, strict: bool, rules: tuple, layout, counts,

@@ -279,6 +279,9 @@ def effect_kind(facts: OpFacts) -> str:
     return "none" if facts.has_effect_interface else "effects"
 
 
+_READ_OR_ALLOCATE = {"::mlir::MemoryEffects::Read", "::mlir::MemoryEffects::Allocate"}
+
+
 def _set_lines(name: str, doc: str, entries: list[str], notes: dict[str, str]) -> list[str]:
     out = [f"# {doc}", f"{name}: frozenset[str] = frozenset(", "    {"]
     for entry in entries:
@@ -369,6 +372,14 @@ def render(ops: dict[str, OpFacts], version: str) -> str:
         notes,
     )
     lines += _set_lines(
+        "READ_OR_ALLOCATE_OPS",
+        "Ops whose only effects are reads and allocations (`wouldOpBeTriviallyDead`: unused,\n"
+        "# they are dead, as an op without effects is).",
+        [n for n, f in ops.items() if f.own_effects and not f.hand_written_effects
+         and not f.recursive_effects and set(f.own_effects) <= _READ_OR_ALLOCATE],
+        {},
+    )
+    lines += _set_lines(
         "_EFFECT_OPS",
         "Known ops that may have memory effects.",
         [n for n, k in kinds.items() if k == "effects"],
@@ -402,6 +413,12 @@ def render(ops: dict[str, OpFacts], version: str) -> str:
         "def is_async_interface_op(name: str) -> bool:",
         '    """Whether the op implements gpu::AsyncOpInterface."""',
         "    return name in ASYNC_INTERFACE_OPS",
+        "",
+        "",
+        "def dead_when_unused(name: str) -> bool:",
+        '    """Whether MLIR erases the op when nothing uses its results (no effects, or only',
+        '    reads and allocations: ``wouldOpBeTriviallyDead``), regions aside."""',
+        "    return name in NO_EFFECT_OPS or name in READ_OR_ALLOCATE_OPS",
         "",
         "",
         "def effect_kind(name: str) -> str:",

@@ -17,8 +17,9 @@ generated programs and on a matrix of forms):
 - a `gpu.memset` value must be 16 or 32 bits wide (`mgpuMemset16`, `mgpuMemset32`);
 - a memref in a `#gpu.address_space<...>` memory space is not converted at all (the pass maps
   no GPU address space);
-- an alloc none of whose results is used is not left but erased (the conversion drops
-  trivially dead ops).
+- an alloc none of whose results is live is not left but erased: the conversion drops
+  dead ops, as MLIR's region DCE tells them (`_Liveness`: a value used only by dead ops, or
+  passed only to a block argument nothing live uses, is dead).
 
 What the lowering reports as an error itself (a memref in an integer memory space given to
 `gpu.alloc`, a `gpu.launch_func` with two dependencies) is not repeated here; nor is a
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Severity
+from gpu_async_lsp.op_tables import KNOWN_OPS, dead_when_unused, effect_kind, is_terminator
 
 if TYPE_CHECKING:
     from gpu_async_lsp.syntax import Op
@@ -52,17 +54,14 @@ _IDENTITY_MAP = regex_cache.compile(r"affine_map<\(([^)]*)\)\s*->\s*\(([^)]*)\)>
 _UNIT_STRIDE = regex_cache.compile(r"strided<\[\s*(1)?\s*\](?:\s*,\s*offset\s*:\s*0\s*)?>\Z")
 
 
-def problem(op: Op, text: str, is_async: bool, deps: int, used: bool = True) -> str | None:
+def problem(op: Op, text: str, is_async: bool, deps: int) -> str | None:
     """Why LLVM 22's gpu-to-llvm leaves the memory op `op` unconverted when it is async or not
-    with `deps` dependencies (as written, or as a rewrite leaves it), or None. `used`: is any
-    result of an alloc used (an unused one is erased, not left)?"""
+    with `deps` dependencies (as written, or as a rewrite leaves it), or None; whether the
+    op is dead (then erased, not left) is the caller's question."""
     name = op.name
     if name not in MEMORY_OPS:
         return None
-    types = _types(text, op)
     if name == ALLOC:
-        if not used:
-            return None
         if _HOST_SHARED.search(text, op.name_end, op.end) is not None:
             if is_async:
                 return "a host_shared allocation must be synchronous"
@@ -70,6 +69,16 @@ def problem(op: Op, text: str, is_async: bool, deps: int, used: bool = True) -> 
             return "it must be async with exactly one dependency"
     elif not is_async or deps != 1:
         return "it must be async with exactly one dependency"
+    body = text[op.name_end:op.end]
+    if "strided" not in body and "affine_map" not in body and "#" not in body \
+            and "loc(" not in body:
+        # No layout, no memory space attribute: the common case, without reading types.
+        if name != MEMSET:
+            return None
+        value = body[body.rfind(",") + 1:].strip()
+        return None if _MEMSET_WIDTHS.match(value) else \
+            f"its value must be 16 or 32 bits wide, not {value}"
+    types = _types(text, op)
     if not types:
         return None
     memref = types[1] if name == MEMCPY and len(types) > 1 else types[0]
@@ -95,26 +104,45 @@ def finding(op: Op, why: str, function: str | None = None) -> Finding:
                    op.name_start, op.name_end, Severity.WARNING, function=function)
 
 
-def as_written(text: str, func: Op, name: str | None = None) -> list[Finding]:
+def as_written(text: str, func: Op, name: str | None = None,
+               ops: list[Op] | None = None) -> list[Finding]:
     """The memory ops of the host function `func` (`name`: its `@f`) that gpu-to-llvm would
     leave, as written."""
     out = []
-    for op in memory_ops(func):
+    liveness = None
+    blocks = None
+    for op in memory_ops(func) if ops is None else ops:
         g = op.gpu
         is_async = g is not None and g.async_kw is not None
-        why = problem(op, text, is_async, len(g.deps) if g is not None else 0,
-                      _results_used(text, op, func))
-        if why is not None:
+        why = problem(op, text, is_async, len(g.deps) if g is not None else 0)
+        if why is None:
+            continue
+        if blocks is None:
+            blocks = _has_blocks(func)
+        if not blocks and op.name == ALLOC and _used_by_an_effect(text, op, func):
             out.append(finding(op, why, name))
+            continue
+        if (op.name == ALLOC or blocks) and liveness is None:
+            liveness = _Liveness(text, func)
+        if liveness is not None and (id(op) in liveness.unreachable
+                                     or (op.name == ALLOC and not liveness.any_live(op))):
+            continue  # erased by the conversion: not left
+        out.append(finding(op, why, name))
     return out
 
 
-def after_rewrite(text: str, func: Op, plans: dict, name: str | None = None) -> list[Finding]:
+def after_rewrite(text: str, func: Op, plans: dict, name: str | None = None,
+                  inserted_uses: frozenset = frozenset(),
+                  inserted_in: frozenset = frozenset(),
+                  ops: list[Op] | None = None) -> list[Finding]:
     """The same, as the rewrite leaves the function: `plans` (id(Op) -> OpPlan) says which
-    ops it made async, which dependencies it added, which it erased. The ops it inserts
-    (`gpu.wait`) are always lowered."""
+    ops it made async, which dependencies it added, which it erased; `inserted_uses`, the
+    values the ops it inserts use; `inserted_in`, the ids of the ops whose regions hold them. The ops it inserts (`gpu.wait`, `async.await`) are always
+    lowered."""
     out = []
-    for op in memory_ops(func):
+    liveness = None
+    blocks = None
+    for op in memory_ops(func) if ops is None else ops:
         plan = plans.get(id(op))
         if plan is not None and plan.erased:
             continue
@@ -122,12 +150,56 @@ def after_rewrite(text: str, func: Op, plans: dict, name: str | None = None) -> 
         written_async = g is not None and g.async_kw is not None
         made_async = plan is not None and plan.token is not None
         deps = len(plan.dependencies) if plan is not None else (len(g.deps) if g else 0)
-        # A token the rewrite adds is used by what follows: the op is not dead.
-        used = made_async or _results_used(text, op, func)
-        why = problem(op, text, written_async or made_async, deps, used)
-        if why is not None:
-            out.append(finding(op, why, name))
+        why = problem(op, text, written_async or made_async, deps)
+        if why is None:
+            continue
+        if blocks is None:
+            blocks = _has_blocks(func)
+        if (op.name == ALLOC or blocks) and liveness is None:
+            liveness = _Liveness(text, func, plans, inserted_uses, inserted_in)
+        if liveness is not None and (id(op) in liveness.unreachable or (
+                op.name == ALLOC and not liveness.any_live(op)
+                and not (made_async and plan.token in liveness.live))):
+            continue  # erased by the conversion: not left
+        out.append(finding(op, why, name))
     return out
+
+
+_OP_OF_LINE = regex_cache.compile(r"[ \t]*(?:%[^=\n]*=[ \t]*)?([\w.]+)")
+
+
+def _used_by_an_effect(text: str, op: Op, func: Op) -> bool:
+    """A quick yes to "is a result of `op` live": one is used, within the next
+    `_NEAR` characters, on a line whose op has effects that keep it (not a read, an
+    allocation or a branch): such an op is live wherever a function without labelled blocks
+    holds it. No: ask `_Liveness` (a bounded look per op: the whole function per op was
+    quadratic in its allocs)."""
+    limit = min(func.end, op.end + _NEAR)
+    for r in op.results:
+        k = text.find(r.name, op.end, limit)
+        while k >= 0:
+            after = k + len(r.name)
+            if after < len(text) and text[after] in _NAME_CHARS:
+                k = text.find(r.name, after, limit)
+                continue
+            line = text.rfind("\n", 0, k) + 1
+            m = _OP_OF_LINE.match(text, line, k)
+            if m is not None:
+                used_by = m.group(1)
+                if used_by in KNOWN_OPS and effect_kind(used_by) == "effects" \
+                        and not dead_when_unused(used_by) and not is_terminator(used_by):
+                    return True
+            k = text.find(r.name, after, limit)
+    return False
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.-")
+_NEAR = 2048  # characters after an alloc where `_used_by_an_effect` looks for a use
+
+
+def _has_blocks(func: Op) -> bool:
+    """Does the function have a labelled block (which branches may leave unreachable)?"""
+    return "^" in func.src[func.start:func.end]
 
 
 def memory_ops(func: Op):
@@ -145,27 +217,172 @@ def memory_ops(func: Op):
                     work.extend(reversed(block.ops))
 
 
-def _results_used(text: str, op: Op, func: Op) -> bool:
-    """Is any result of `op` named again after it in its function (an alloc whose results
-    nobody uses is erased by the conversion)?"""
-    for r in op.results:
-        k = text.find(r.name, op.end, func.end)
-        while k >= 0:
-            after = k + len(r.name)
-            if after >= len(text) or text[after] not in _NAME_CHARS:
-                return True
-            k = text.find(r.name, after, func.end)
-    return False
+_SUCCESSOR_ARGS = regex_cache.compile(r"(\^[\w$.\-]+)\s*\(")
 
 
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.-")
+class _Liveness:
+    """Which SSA values of a function the conversion keeps, as MLIR's dead-code removal
+    decides it (`wouldOpBeTriviallyDead`, region DCE's liveness, unreachable blocks erased):
+
+    - an op is live when its parent is (or it is the function's own) and it is a terminator,
+      or could not be trivially dead (effects other than reads and allocations of its own
+      results, `op_tables.dead_when_unused`, nested effects for an op with
+      RecursiveMemoryEffects), or one of its results is live;
+    - a value is live when a live op uses it, except that a branch's successor operand is
+      live only when the block argument it feeds is;
+    - the ops of a block its region's entry does not reach are erased.
+
+    A worklist: each value and op is marked once; an op waiting for its parent is released
+    when the parent becomes live."""
+
+    def __init__(self, text: str, func: Op, plans: dict | None = None,
+                 extra: frozenset = frozenset(), holders: frozenset = frozenset()):
+        """`plans`, `extra` and `holders`: the function as a rewrite leaves it (id(Op) ->
+        OpPlan: the token an op gets, the dependencies put in front; the values the ops it
+        inserts use, live as those ops are; the ids of the ops whose regions hold them,
+        which cannot be dead)."""
+        self.text = text
+        self.plans = plans or {}
+        self.defining: dict[str, Op | None] = {}  # value -> its op (None: a block argument)
+        self.feeds: dict[str, list[str]] = {}  # block argument -> successor operands
+        self.live: set[str] = set()
+        self.unreachable: set[int] = set()  # ids of the ops of blocks no branch reaches
+        self.parent: dict[int, Op | None] = {}  # id(op) -> the op whose region holds it
+        self.live_ops: set[int] = set()
+        self.waiting: dict[int, list[Op]] = {}  # id(parent) -> ops live once it is
+        ops: list[Op] = []
+        work = [(func, None, None, True)]
+        while work:
+            op, parent, labels, reached = work.pop()
+            if op is not func:
+                if not reached:  # erased with its block, whatever it does
+                    self.unreachable.add(id(op))
+                else:
+                    self.parent[id(op)] = parent
+                    ops.append(op)
+                    for r in op.results:
+                        self.defining[r.name] = op
+                    if labels and op.successors:
+                        self._successor_operands(op, labels)
+            for region in op.regions:
+                by_label = {b.label.name: b for b in region.blocks if b.label is not None}
+                reachable = _reachable(region.blocks, by_label) if by_label else None
+                for block in region.blocks:
+                    for a in block.args:
+                        self.defining[a.name] = None
+                    inner_reached = reached and (reachable is None or id(block) in reachable)
+                    inside = None if op is func else op
+                    work.extend((inner, inside, by_label, inner_reached) for inner in block.ops)
+        for op in ops:
+            plan = self.plans.get(id(op))
+            if plan is not None and plan.token is not None:
+                self.defining[plan.token] = op
+        dead = _dead_if_unused(ops, self.parent, holders)
+        self._mark([op for op in ops if is_terminator(op.name) or id(op) not in dead], extra)
+
+    def _successor_operands(self, op: Op, labels: dict) -> None:
+        text = self.text
+        for m in _SUCCESSOR_ARGS.finditer(text, op.name_end, op.end):
+            block = labels.get(m.group(1))
+            close = text.find(")", m.end(), op.end)
+            if block is None or close < 0:
+                continue
+            names = [u.name for u in op.uses if m.end() <= u.start < close]
+            for arg, name in zip(block.args, names):
+                self.feeds.setdefault(arg.name, []).append(name)
+
+    def _mark(self, wanted: list[Op], extra: frozenset) -> None:
+        text = self.text
+        self._values(list(extra), wanted)
+        while wanted:
+            op = wanted.pop()
+            if id(op) in self.live_ops:
+                continue
+            parent = self.parent.get(id(op))
+            if parent is not None and id(parent) not in self.live_ops:
+                self.waiting.setdefault(id(parent), []).append(op)
+                continue
+            self.live_ops.add(id(op))
+            wanted.extend(self.waiting.pop(id(op), ()))
+            spans = [(m.end(), text.find(")", m.end(), op.end))
+                     for m in _SUCCESSOR_ARGS.finditer(text, op.name_end, op.end)] \
+                if op.successors else []
+            values = [u.name for u in op.uses if not any(s <= u.start < e for s, e in spans)]
+            plan = self.plans.get(id(op))
+            if plan is not None:
+                values.extend(plan.front)
+            self._values(values, wanted)
+
+    def _values(self, values: list[str], wanted: list[Op]) -> None:
+        """Mark `values` live, and what that makes live: their ops, what feeds them."""
+        while values:
+            name = values.pop()
+            if name in self.live:
+                continue
+            self.live.add(name)
+            owner = self.defining.get(name)
+            if owner is not None:
+                wanted.append(owner)
+            else:  # a block argument: what the branches to it pass is live too
+                values.extend(self.feeds.get(name, ()))
+
+    def any_live(self, op: Op) -> bool:
+        return any(r.name in self.live for r in op.results)
+
+
+def _dead_if_unused(ops: list[Op], parent: dict[int, Op | None],
+                    holders: frozenset = frozenset()) -> set[int]:
+    """The ids of the ops `wouldOpBeTriviallyDead` holds for: no effects, or only reads and
+    allocations of their own results, and (RecursiveMemoryEffects) the same of every op
+    nested in them, terminators aside. `ops` lists each op before those it holds: walked
+    backwards, what an op holds is decided before it (no recursion)."""
+    dead: set[int] = set()
+    blocked: set[int] = set(holders)  # ops holding an op that could not be dead
+    for op in reversed(ops):
+        kind = effect_kind(op.name)
+        own = kind != "effects" or dead_when_unused(op.name)
+        if own and op.name != "gpu.launch" and (kind != "recursive" or id(op) not in blocked):
+            dead.add(id(op))
+        elif not is_terminator(op.name):
+            up = parent.get(id(op))
+            if up is not None:
+                blocked.add(id(up))
+        if id(op) in blocked:  # what holds it holds what it holds
+            up = parent.get(id(op))
+            if up is not None:
+                blocked.add(id(up))
+    return dead
+
+
+def _reachable(blocks: list, by_label: dict) -> set[int]:
+    """The ids of the blocks of a region its entry block reaches through branches (MLIR
+    erases the others with their ops)."""
+    seen = {id(blocks[0])}
+    stack = [blocks[0]]
+    while stack:
+        block = stack.pop()
+        for op in block.ops:
+            for succ in op.successors:
+                target = by_label.get(succ.name)
+                if target is not None and id(target) not in seen:
+                    seen.add(id(target))
+                    stack.append(target)
+    return seen
+
+
+_TRAILING_LOC = regex_cache.compile(r"\s+loc\(")
 
 
 def _types(text: str, op: Op) -> list[str]:
-    """The types after the op's last top-level `:`, split at top-level commas."""
+    """The types after the op's last top-level `:`, split at top-level commas (its own
+    `loc(...)`, if it has one, left out)."""
     depth = 0
     colon = -1
-    for k in range(op.name_end, op.end):
+    end = op.end
+    m = _TRAILING_LOC.search(text, op.name_end, end)
+    if m is not None:
+        end = m.start()
+    for k in range(op.name_end, end):
         c = text[k]
         if c in "<([{":
             depth += 1
@@ -175,7 +392,7 @@ def _types(text: str, op: Op) -> list[str]:
             colon = k
     if colon < 0:
         return []
-    return _split(text[colon + 1:op.end])
+    return _split(text[colon + 1:end])
 
 
 def _split(s: str) -> list[str]:

@@ -177,6 +177,16 @@ class FunctionRewrite:
     # The plan of each op as rendering left it (id(Op) -> OpPlan): what the rewritten text
     # holds, for the findings that remain after --fix (`lowering.after_rewrite`).
     _op_plans: dict | None = field(default=None, repr=False, compare=False)
+    _inserted_uses: frozenset = field(default=frozenset(), repr=False, compare=False)
+    _inserted_in: frozenset = field(default=frozenset(), repr=False, compare=False)
+    _memory_ops: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def memory_ops(self) -> list[Op]:
+        """The function's GPU memory ops (`lowering.memory_ops`), walked once."""
+        if self._memory_ops is None:
+            self._memory_ops = list(memory_ops(self.func))
+        return self._memory_ops
 
     @property
     def steps(self) -> list[AsyncStep | WaitStep | ThreadStep]:
@@ -204,6 +214,15 @@ class FunctionRewrite:
                     pending, self._walker = self._walker, None
                     self._edits = pending[0].render(pending[1]) if pending is not None else []
                     self._op_plans = pending[0].plans if pending is not None else {}
+                    # What the ops it inserts, and the operands it adds, use (a token they
+                    # use is not dead).
+                    self._inserted_uses = _inserted_uses(*pending) \
+                        if pending is not None else frozenset()
+                    # The ops whose regions get an inserted op (which has effects).
+                    self._inserted_in = frozenset(
+                        id(b.owner) for b in pending[0].blocks
+                        if any(isinstance(item, NewOp) for item in b.items)) \
+                        if pending is not None else frozenset()
         return self._edits
 
     @property
@@ -417,13 +436,24 @@ class ThreadTokenWalker:
         return renderer.edits
 
 
+def _inserted_uses(walker, phases) -> frozenset:
+    """The values the rewrite's new ops and operands use: dependencies of inserted waits
+    and awaits, values yielded or passed to an async.execute by LLVM 22's phases."""
+    used = {d for b in walker.blocks for item in b.items if isinstance(item, NewOp)
+            for d in item.deps}
+    if phases is not None:
+        for plan in phases.execs.values():
+            used.update(plan.new_yielded)
+            used.update(value for value, _ in plan.new_operands)
+    return frozenset(used)
+
+
 @dataclass
 class Analysis:
     document: Document
     findings: list[Finding]
     functions: list[FunctionRewrite]
     strict: bool = False
-    lowering: str = NO_LOWERING
 
     @property
     def has_syntax_errors(self) -> bool:
@@ -440,22 +470,6 @@ class Analysis:
     def rewritten_anchors(self) -> set[tuple[int, int]]:
         """Spans of the `sync-gpu-ops` hints of the functions the rewrite changes."""
         return {hint_anchor(fn.func) for fn in self.functions if fn.rewritable}
-
-    def lowering_after_fix(self) -> tuple[set[tuple[int, int]], list[Finding]]:
-        """What --fix changes of the `not-lowered` findings: the spans of those in the
-        functions it rewrites (of the text as written: dropped), and those of the same
-        functions as the rewrite leaves them (at offsets of the text as written)."""
-        if self.lowering == NO_LOWERING:
-            return set(), []
-        text = self.document.text
-        dropped: set[tuple[int, int]] = set()
-        after: list[Finding] = []
-        for fn in self.functions:
-            if fn.rewritable:
-                fn.edits  # noqa: B018 - renders the plan, which after_rewrite reads
-                dropped.update((op.name_start, op.name_end) for op in memory_ops(fn.func))
-                after.extend(lowering_after(text, fn.func, fn._op_plans or {}, fn.name))
-        return dropped, after
 
     def fix(self) -> tuple[str, list[Finding]]:
         """The text with every rewritable function rewritten, and the findings that remain in
@@ -484,9 +498,16 @@ def moved_findings(findings: list[Finding], rewritten: set[tuple[int, int]],
         if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
             continue
         remaining.append(dataclasses.replace(
-            f, start=moved(f.start), end=moved(f.end),
-            related=tuple(Related(moved(r.start), moved(r.end), r.message) for r in f.related)))
+            f, start=moved(f.start), end=_moved_end(moved, f.start, f.end),
+            related=tuple(Related(moved(r.start), _moved_end(moved, r.start, r.end), r.message)
+                          for r in f.related)))
     return remaining
+
+
+def _moved_end(moved, start: int, end: int) -> int:
+    """Where the span [start, end) ends after the edits: after its last character, not after
+    text inserted right behind it (`async [%t]` after an op's name is not the name)."""
+    return moved(end - 1) + 1 if end > start else moved(end)
 
 
 def hint_anchor(func: Op) -> tuple[int, int]:
@@ -543,13 +564,15 @@ def _plural(n: int, one: str, many: str) -> str:
 
 def analyze(source: str | Document, strict: bool = False,
             semantics: str = ORIGINAL, thread_launch: bool = False,
-            plan: bool = True, lowering: str = NO_LOWERING) -> Analysis:
+            plan: bool = True, lowering: str = NO_LOWERING, fixing: bool = False) -> Analysis:
     """Findings and planned edits for a buffer (or an already parsed document), with the
     rules of the `semantics` pass (ORIGINAL or LLVM22); with `thread_launch`, an inline
     `gpu.launch` is threaded like any other async op instead of blocking its function.
     Without `plan`, each function's steps and edits are walked on first use
     (`analyze_function`). With `lowering` (LLVM22_LOWERING), the host GPU ops LLVM 22's
-    gpu-to-llvm would leave unconverted are findings too (`lowering.py`)."""
+    gpu-to-llvm would leave unconverted are findings too (`lowering.py`): as written, or
+    with `fixing` (the caller applies the edits: --fix, --diff) in the functions the
+    rewrite changes, as it leaves them (at offsets of `source`)."""
     doc = parse_document(source) if isinstance(source, str) else source
     text = doc.text
     findings: list[Finding] = [
@@ -561,7 +584,7 @@ def analyze(source: str | Document, strict: bool = False,
         rw = analyze_function(text, func, semantics, thread_launch, plan)
         functions.append(rw)
         if lowering != NO_LOWERING:
-            findings.extend(lowering_as_written(text, func, rw.name))
+            findings.extend(_not_lowered(text, rw, fixing and plan))
         if rw.blockers and (strict or rw.has_work):
             related = tuple(
                 Related(op.name_start, op.name_end, f"'{op.name}' would be made asynchronous")
@@ -580,7 +603,17 @@ def analyze(source: str | Document, strict: bool = False,
                 f"{_plural(n, 'runs', 'run')} synchronously",
                 start, end, Severity.HINT, function=rw.name))
     findings.sort(key=lambda f: (f.start, f.end, f.code))
-    return Analysis(doc, findings, functions, strict, lowering)
+    return Analysis(doc, findings, functions, strict)
+
+
+def _not_lowered(text: str, rw: FunctionRewrite, fixing: bool) -> list[Finding]:
+    """The function's `not-lowered` findings: as the rewrite leaves it when it is rewritten
+    (`fixing`), else as written."""
+    if fixing and rw.rewritable:
+        rw.edits  # noqa: B018 - renders the plan, which lowering_after reads
+        return lowering_after(text, rw.func, rw._op_plans or {}, rw.name, rw._inserted_uses,
+                              rw._inserted_in, rw.memory_ops)
+    return lowering_as_written(text, rw.func, rw.name, rw.memory_ops)
 
 
 def fix_text(text: str, semantics: str = ORIGINAL, thread_launch: bool = False) -> str:

@@ -238,6 +238,7 @@ class Session:
         self.client_name = client_name
         self.result: types.InitializeResult | None = None
         self.encoding = "utf-16"
+        self.lowering: str | None = "none"
         self.texts: dict[str, str] = {}
         self.versions: dict[str, int] = {}
 
@@ -245,6 +246,7 @@ class Session:
 
     @classmethod
     async def start(cls, client_name: str = "vscode", *,
+                    lowering: str | None = "none",
                     initialization_options: Any = None,
                     command: list[str] | None = None,
                     settings: dict | None = None) -> Session:
@@ -252,6 +254,10 @@ class Session:
                                     client_factory=_make_client)
         client = await config.start()
         session = cls(client, client_name)
+        session.lowering = lowering
+        initialization_options = session._with_lowering(initialization_options)
+        if settings is not None:
+            settings = session._with_lowering(settings)
         if settings is not None:
             # What an editor answers to workspace/configuration holds the same settings.
             client.set_configuration(settings, section="gpuAsyncLsp")
@@ -344,9 +350,25 @@ class Session:
 
     # -- settings -----------------------------------------------------------------------------
 
+    def _with_lowering(self, settings: Any) -> Any:
+        """`settings` with this session's `lowering` (None: the server's default) where they
+        do not say: the tests of other features run with the not-lowered findings off, as
+        the library's `analyze` (their reference) has them; tests/e2e/test_lowering.py turns
+        them on. Settings of another shape are sent as they are (tests of bad settings)."""
+        if self.lowering is None:
+            return settings
+        if settings is None:
+            return {"lowering": self.lowering}
+        if isinstance(settings, dict) and isinstance(settings.get("gpuAsyncLsp"), dict):
+            return {**settings, "gpuAsyncLsp": self._with_lowering(settings["gpuAsyncLsp"])}
+        if isinstance(settings, dict) and "gpuAsyncLsp" not in settings:
+            return {"lowering": self.lowering, **settings}
+        return settings
+
     def change_configuration(self, settings: Any, nested: bool = True) -> None:
         """workspace/didChangeConfiguration with `settings` under "gpuAsyncLsp" (or directly);
         the client's answer to workspace/configuration holds the same settings."""
+        settings = self._with_lowering(settings)
         self.client.set_configuration(settings, section="gpuAsyncLsp")
         payload = {"gpuAsyncLsp": settings} if nested else settings
         self.client.workspace_did_change_configuration(

@@ -527,3 +527,33 @@ def test_sharing_many_chunks_is_linear_in_their_number(monkeypatch):
     chunk = "func.func @f{i}() {{\n  gpu.wait\n  return\n}}\n"
     assert_linear(lambda text: Analyzer().analyze(text, 1, encoding="utf-16"),
                   lambda n: "// -----\n".join(chunk.format(i=i % 50) for i in range(n)), 2_000)
+
+
+def test_not_lowered_liveness_is_linear_in_the_ops_of_a_function():
+    """Which allocs the lowering erases as dead (async_region/lowering.py's liveness): a
+    chain of blocks, each passing an alloc on to the next, and nested regions."""
+    from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING
+
+    def make(n):
+        body = ["func.func @f(%n: index, %c: i1) {",
+                "  %a0 = gpu.alloc (%n) : memref<?xf32>",
+                "  cf.br ^bb1(%a0 : memref<?xf32>)"]
+        for i in range(1, n):
+            body += [f"^bb{i}(%x{i}: memref<?xf32>):",
+                     f"  %a{i} = gpu.alloc (%n) : memref<?xf32>",
+                     f"  scf.if %c {{\n    %d{i} = memref.dim %a{i}, %n : memref<?xf32>\n  }}",
+                     f"  cf.br ^bb{i + 1}(%a{i} : memref<?xf32>)"]
+        body += [f"^bb{n}(%x{n}: memref<?xf32>):", "  return", "}"]
+        return "\n".join(body) + "\n"
+
+    def one_block(n):  # allocs nothing uses, in one block: each is looked up, none found
+        return ("func.func @f(%n: index) {\n"
+                + "".join(f"  %a{i} = gpu.alloc (%n) : memref<?xf32>\n" for i in range(n))
+                + "  return\n}\n")
+
+    for shape in (make, one_block):
+        doc = parse_document(shape(10))
+        found = analyze(doc, lowering=LLVM22_LOWERING).findings
+        assert [f.code for f in found] == ["sync-gpu-ops"]  # every alloc is dead: none left
+        assert_linear(lambda text: analyze(parse_document(text), lowering=LLVM22_LOWERING),
+                      shape, 1500)
