@@ -17,9 +17,13 @@ generated programs and on a matrix of forms):
 - a `gpu.memset` value must be 16 or 32 bits wide (`mgpuMemset16`, `mgpuMemset32`);
 - a memref in a `#gpu.address_space<...>` memory space is not converted at all (the pass maps
   no GPU address space);
-- an alloc none of whose results is live is not left but erased: the conversion drops
-  dead ops, as MLIR's region DCE tells them (`_Liveness`: a value used only by dead ops, or
-  passed only to a block argument nothing live uses, is dead).
+- an alloc none of whose results is live is not left but erased, and so is every op of a
+  block no branch reaches: the conversion drops dead code as MLIR's region DCE tells it
+  (`_Liveness`: a value used only by dead ops, or passed only to a block argument nothing
+  live uses, is dead).
+
+An op in generic form is judged by its custom-form syntax, which it lacks (no `async`, no
+dependency list): the rewrite reports it as `unsupported-form` anyway.
 
 What the lowering reports as an error itself (a memref in an integer memory space given to
 `gpu.alloc`, a `gpu.launch_func` with two dependencies) is not repeated here; nor is a
