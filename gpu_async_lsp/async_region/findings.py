@@ -35,6 +35,9 @@ SYNTAX = "syntax"
 SYNC_GPU_OPS = "sync-gpu-ops"
 # A host GPU op LLVM 22's gpu-to-llvm leaves unconverted (async_region/lowering.py).
 NOT_LOWERED = "not-lowered"
+# A token the lowered code would synchronize and destroy twice, or use after a wait destroyed
+# its stream (async_region/lowering.py).
+STREAM_HAZARD = "stream-hazard"
 # A `// gpu-async-lsp: ignore[...]` comment that names an unknown code or is malformed
 # (async_region/suppression.py).
 INVALID_SUPPRESSION = "invalid-suppression"
@@ -225,6 +228,33 @@ RULES: tuple[Rule, ...] = (
                 "`%j = gpu.wait async [%a, %b]` before it and depend on `%j`; start a chain "
                 "with `%t0 = gpu.wait async` for an op with none. A synchronous op: rewrite "
                 "its function (`check --fix`). A `host_shared` alloc: keep it synchronous."),
+    Rule(
+        STREAM_HAZARD, Severity.WARNING, blocks=False, fixable=False,
+        message="'<op>' op lowered by LLVM 22: <why>",
+        summary="The lowered code would destroy a stream twice, or use one after a gpu.wait "
+                "destroyed it.",
+        hover="LLVM 22's `gpu-to-llvm` makes each token a stream: a synchronous `gpu.wait` "
+              "synchronizes and destroys the stream of each operand. Here one stream is "
+              "destroyed twice, or used after it was.",
+        meaning="`mlir-opt-22 --gpu-to-llvm` turns tokens into streams: `gpu.wait async` "
+                "creates one, an async op with one dependency runs on that dependency's "
+                "stream and returns it as its token, and a synchronous `gpu.wait [...]` "
+                "synchronizes and destroys the stream of each operand. Two operands of one "
+                "wait on the same stream (a token and one it was made from), or a token used "
+                "after a wait destroyed its stream, make a program that destroys a stream "
+                "twice or uses a destroyed one, errors the CUDA driver need not survive. "
+                "Looked at in each block in text order, in the text as written (not yet in "
+                "what `--fix` writes); `--lowering none` turns it off.",
+        example="func.func @f(%m: memref<4xf32>, %x: f32) {\n"
+                "  %t0 = gpu.wait async\n"
+                "  %t1 = gpu.memset async [%t0] %m, %x : memref<4xf32>, f32\n"
+                "  gpu.wait [%t1, %t0]\n"
+                "  return\n"
+                "}\n",
+        resolve="Wait on the last token of each chain only (`gpu.wait [%t1]`): waiting on it "
+                "waits for everything before it on its stream. Do not use a token after a "
+                "`gpu.wait` that named it (or a token made from it); start a new chain with "
+                "`gpu.wait async`."),
     Rule(
         INVALID_SUPPRESSION, Severity.WARNING, blocks=False, fixable=False,
         message="unknown finding code '<code>' in a suppression comment (known: <codes>)",

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Severity
+from gpu_async_lsp.async_region.plan import NewOp
 from gpu_async_lsp.op_tables import KNOWN_OPS, dead_when_unused, effect_kind, is_terminator
 
 if TYPE_CHECKING:
@@ -458,3 +459,120 @@ def _identity(layout: str, shape: list[str]) -> bool:
     if m is not None:
         return len(shape) == (1 if m.group(1) else 0)
     return False
+
+
+# -- streams: what the lowered code does with each token -----------------------------------
+
+
+def stream_hazards(func: Op, name: str | None = None) -> list[Finding]:
+    """Where the code LLVM 22's gpu-to-llvm makes of `func` would synchronize and destroy a
+    stream (or event) twice, or use one a `gpu.wait` destroyed. The lowering turns a token
+    into a stream: `gpu.wait async` creates one, an async op with one dependency runs on its
+    dependency's stream and its token *is* that stream; a synchronous `gpu.wait [..]`
+    synchronizes and destroys the stream (or event) of each operand. So two operands of one
+    wait that share a stream, or a token used after a wait destroyed its stream (in the same
+    block, in text order), is a double destroy or a use after destroy at run time. A token of
+    anything else (an argument, an `async.await`) is a stream of its own."""
+    streams = _Streams(name)
+    for block in _blocks(func):
+        streams.new_block()
+        for op in block.ops:
+            g = op.gpu
+            if g is not None and op.name in _STREAM_OPS:
+                streams.op(op, op.name, [_dep_name(d) for d in g.deps],
+                           _token_of(op) if g.async_kw is not None else None)
+    return streams.found
+
+
+def stream_hazards_after(blocks: list, plans: dict, name: str | None = None) -> list[Finding]:
+    """The same, in the function as the rewrite leaves it: `blocks`, its block plans (the ops
+    of the text and those it inserts, in order), `plans` (id(Op) -> OpPlan). A hazard at a
+    wait the rewrite inserts has no place in the text as written: not reported (the pass's
+    own waits name one token each)."""
+    streams = _Streams(name)
+    for bplan in blocks:
+        streams.new_block()
+        for item in bplan.items:
+            if isinstance(item, NewOp):  # an op the rewrite inserts
+                if item.kind == WAIT:
+                    streams.op(None, WAIT, list(item.deps), item.result)
+                continue
+            op = item
+            plan = plans.get(id(op))
+            g = op.gpu
+            if g is None or op.name not in _STREAM_OPS or (plan is not None and plan.erased):
+                continue
+            deps = plan.dependencies if plan is not None else [_dep_name(d) for d in g.deps]
+            is_async = g.async_kw is not None or (plan is not None and plan.token is not None)
+            token = (plan.token if plan is not None and plan.token else _token_of(op)) \
+                if is_async else None
+            streams.op(op, op.name, deps, token)
+    return streams.found
+
+
+class _Streams:
+    """The streams of a function's tokens, op by op (`stream_hazards`)."""
+
+    def __init__(self, function: str | None):
+        self.function = function
+        self.root: dict[str, str] = {}  # token -> the token that made its stream
+        self.destroyed: dict[str, str] = {}  # stream -> the token its destroying wait named
+        self.found: list[Finding] = []
+
+    def new_block(self) -> None:
+        self.destroyed = {}
+
+    def op(self, op: Op | None, name: str, deps: list[str], token: str | None) -> None:
+        """An op (None: one the rewrite inserts, not reported) with its dependencies and, if
+        async, its token."""
+        streams = [self.root.get(d, d) for d in deps]
+        for dep, stream in zip(deps, streams):
+            if stream in self.destroyed:
+                self._report(op, f"{dep} is on a stream that a gpu.wait destroyed before "
+                                 f"(at {self.destroyed[stream]})")
+                break
+        if name == WAIT and token is None:
+            seen: dict[str, str] = {}
+            for dep, stream in zip(deps, streams):
+                if stream in seen:
+                    self._report(op, f"{seen[stream]} and {dep} are on one stream, which it "
+                                     "would synchronize and destroy twice")
+                    break
+                seen[stream] = dep
+            for dep, stream in zip(deps, streams):
+                self.destroyed.setdefault(stream, dep)
+        elif token is not None:
+            self.root[token] = streams[0] if name != WAIT and len(streams) == 1 else token
+
+    def _report(self, op: Op | None, why: str) -> None:
+        if op is not None:
+            self.found.append(Finding(F.STREAM_HAZARD, f"'{op.name}' op lowered by LLVM 22: "
+                                      f"{why}", op.name_start, op.name_end, Severity.WARNING,
+                                      function=self.function))
+
+
+WAIT = "gpu.wait"
+# The ops whose lowering passes streams along (GPU async ops the lowering converts).
+_STREAM_OPS = frozenset({WAIT, "gpu.launch_func", *MEMORY_OPS})
+
+
+def _dep_name(ref) -> str:
+    return ref.name if ref.index is None else f"{ref.name}#{ref.index}"
+
+
+def _token_of(op: Op) -> str | None:
+    if not op.results:
+        return None
+    last = op.results[-1]
+    return last.name if last.count == 1 else f"{last.name}#{last.count - 1}"
+
+
+def _blocks(func: Op):
+    """Every block of the function, at any depth (not in device code)."""
+    work = [block for region in func.regions for block in region.blocks]
+    while work:
+        block = work.pop()
+        yield block
+        for op in block.ops:
+            if op.regions and op.name not in _DEVICE_BODIES:
+                work.extend(b for region in op.regions for b in region.blocks)

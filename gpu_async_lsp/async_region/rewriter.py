@@ -30,7 +30,12 @@ from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.effects import has_side_effects
 from gpu_async_lsp.async_region.execute import has_execute, run_phases
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
-from gpu_async_lsp.async_region.lowering import NO_LOWERING, memory_ops
+from gpu_async_lsp.async_region.lowering import (
+    NO_LOWERING,
+    memory_ops,
+    stream_hazards,
+    stream_hazards_after,
+)
 from gpu_async_lsp.async_region.lowering import after_rewrite as lowering_after
 from gpu_async_lsp.async_region.lowering import as_written as lowering_as_written
 from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
@@ -179,6 +184,7 @@ class FunctionRewrite:
     _op_plans: dict | None = field(default=None, repr=False, compare=False)
     _inserted_uses: frozenset = field(default=frozenset(), repr=False, compare=False)
     _inserted_in: frozenset = field(default=frozenset(), repr=False, compare=False)
+    _block_plans: list | None = field(default=None, repr=False, compare=False)
     _memory_ops: list | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -214,6 +220,7 @@ class FunctionRewrite:
                     pending, self._walker = self._walker, None
                     self._edits = pending[0].render(pending[1]) if pending is not None else []
                     self._op_plans = pending[0].plans if pending is not None else {}
+                    self._block_plans = pending[0].blocks if pending is not None else []
                     # What the ops it inserts, and the operands it adds, use (a token they
                     # use is not dead).
                     self._inserted_uses = _inserted_uses(*pending) \
@@ -608,12 +615,14 @@ def analyze(source: str | Document, strict: bool = False,
 
 def _not_lowered(text: str, rw: FunctionRewrite, fixing: bool) -> list[Finding]:
     """The function's `not-lowered` findings: as the rewrite leaves it when it is rewritten
-    (`fixing`), else as written."""
+    (`fixing`), else as written, with its `stream-hazard`s."""
     if fixing and rw.rewritable:
         rw.edits  # noqa: B018 - renders the plan, which lowering_after reads
-        return lowering_after(text, rw.func, rw._op_plans or {}, rw.name, rw._inserted_uses,
-                              rw._inserted_in, rw.memory_ops)
-    return lowering_as_written(text, rw.func, rw.name, rw.memory_ops)
+        return [*lowering_after(text, rw.func, rw._op_plans or {}, rw.name,
+                                rw._inserted_uses, rw._inserted_in, rw.memory_ops),
+                *stream_hazards_after(rw._block_plans or [], rw._op_plans or {}, rw.name)]
+    return [*lowering_as_written(text, rw.func, rw.name, rw.memory_ops),
+            *stream_hazards(rw.func, rw.name)]
 
 
 def fix_text(text: str, semantics: str = ORIGINAL, thread_launch: bool = False) -> str:

@@ -126,3 +126,29 @@ def test_check_reads_lowering_from_the_configuration(tmp_path, capsys):
     assert "[not-lowered]" not in capsys.readouterr().out
     assert main(["check", "--lowering", "llvm22", str(f)]) == 0
     assert "[not-lowered]" in capsys.readouterr().out
+
+
+THREADED_WAIT = ("func.func @f(%n: index) {\n"
+                 "  %t1 = gpu.wait async\n"
+                 "  %a = gpu.alloc (%n) : memref<?xf32>\n"
+                 "  gpu.wait [%t1]\n"
+                 "  func.call @use(%a) : (memref<?xf32>) -> ()\n"
+                 "  return\n}\n"
+                 "func.func private @use(memref<?xf32>)\n")
+
+
+def test_stream_hazard_of_what_llvm22_threading_writes(tmp_path, capsys):
+    """LLVM 22's pass threads the chain into a pre-existing `gpu.wait [%t1]`: the wait gets
+    the alloc's token too, which is on %t1's stream: `--fix` says the hazard remains where it
+    is, and `check` of the fixed file finds the same."""
+    f = tmp_path / "a.mlir"
+    f.write_text(THREADED_WAIT)
+    assert main(["check", "--semantics", "llvm22", "--select", "stream-hazard", str(f)]) == 0
+    assert "[stream-hazard]" not in capsys.readouterr().out  # as written: one token
+    main(["check", "--fix", "--semantics", "llvm22", "--select", "stream-hazard", str(f)])
+    after_fix = [line for line in capsys.readouterr().out.splitlines() if "[stream-hazard]" in line]
+    assert "  gpu.wait [%t0, %t1]\n" in f.read_text()  # %t0: the alloc's, on %t1's stream
+    main(["check", "--semantics", "llvm22", "--select", "stream-hazard", str(f)])
+    again = [line for line in capsys.readouterr().out.splitlines() if "[stream-hazard]" in line]
+    assert after_fix == again and len(again) == 1
+    assert "are on one stream, which it would synchronize and destroy twice" in again[0]
