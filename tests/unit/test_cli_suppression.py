@@ -63,7 +63,7 @@ def test_check_unknown_code_is_a_warning_at_its_place_after_fix(tmp_path, capsys
         f"{f}:9:3: error: 'gpu.wait' op unexpected pre-existing gpu.wait [pre-existing-wait]",
         f"{f}:9:37: warning: unknown finding code 'pre-existing-wiat' in a suppression comment "
         "(known: pre-existing-wait, already-async, async-op-with-regions, launch-not-outlined, "
-        "unsupported-form, sync-gpu-ops, not-lowered) [invalid-suppression]"]
+        "unsupported-form, sync-gpu-ops, not-lowered, stream-hazard) [invalid-suppression]"]
     code, out, _ = run(["check", "--lowering", "none", "--output-format", "sarif", str(f)], capsys)
     log = json.loads(out)
     assert not list(_sarif_validator().iter_errors(log))
