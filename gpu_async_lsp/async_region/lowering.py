@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Severity
-from gpu_async_lsp.async_region.plan import NewOp
+from gpu_async_lsp.async_region.plan import NewOp, token_result, use_name
 from gpu_async_lsp.op_tables import KNOWN_OPS, dead_when_unused, effect_kind, is_terminator
 
 if TYPE_CHECKING:
@@ -136,14 +136,33 @@ def as_written(text: str, func: Op, name: str | None = None,
     return out
 
 
+def rewritten_findings(text: str, func: Op, name: str | None, walker, phases,
+                       ops: list[Op] | None = None) -> list[Finding]:
+    """The `not-lowered` and `stream-hazard` findings of `func` as the rewrite leaves it,
+    from the plan it was just rendered from (`walker`: its op plans and block plans;
+    `phases`: LLVM 22's async.execute phases, or None), at offsets of the text as written."""
+    blocks = walker.blocks
+    # What the ops it inserts, and the operands it adds, use (a token they use is not dead).
+    uses = {d for b in blocks for item in b.items if isinstance(item, NewOp) for d in item.deps}
+    if phases is not None:
+        for plan in phases.execs.values():
+            uses.update(plan.new_yielded)
+            uses.update(value for value, _ in plan.new_operands)
+    # The ops whose regions get an inserted op (which has effects).
+    holders = frozenset(id(b.owner) for b in blocks
+                        if any(isinstance(item, NewOp) for item in b.items))
+    return [*after_rewrite(text, func, walker.plans, name, frozenset(uses), holders, ops),
+            *stream_hazards_after(blocks, walker.plans, name)]
+
+
 def after_rewrite(text: str, func: Op, plans: dict, name: str | None = None,
                   inserted_uses: frozenset = frozenset(),
                   inserted_in: frozenset = frozenset(),
                   ops: list[Op] | None = None) -> list[Finding]:
     """The same, as the rewrite leaves the function: `plans` (id(Op) -> OpPlan) says which
     ops it made async, which dependencies it added, which it erased; `inserted_uses`, the
-    values the ops it inserts use; `inserted_in`, the ids of the ops whose regions hold them. The ops it inserts (`gpu.wait`, `async.await`) are always
-    lowered."""
+    values the ops it inserts use; `inserted_in`, the ids of the ops whose regions hold them.
+    The ops it inserts (`gpu.wait`, `async.await`) are always lowered."""
     out = []
     liveness = None
     blocks = None
@@ -479,8 +498,8 @@ def stream_hazards(func: Op, name: str | None = None) -> list[Finding]:
         for op in block.ops:
             g = op.gpu
             if g is not None and op.name in _STREAM_OPS:
-                streams.op(op, op.name, [_dep_name(d) for d in g.deps],
-                           _token_of(op) if g.async_kw is not None else None)
+                streams.op(op, op.name, [use_name(d) for d in g.deps],
+                           token_result(op) if g.async_kw is not None else None)
     return streams.found
 
 
@@ -502,9 +521,9 @@ def stream_hazards_after(blocks: list, plans: dict, name: str | None = None) -> 
             g = op.gpu
             if g is None or op.name not in _STREAM_OPS or (plan is not None and plan.erased):
                 continue
-            deps = plan.dependencies if plan is not None else [_dep_name(d) for d in g.deps]
+            deps = plan.dependencies if plan is not None else [use_name(d) for d in g.deps]
             is_async = g.async_kw is not None or (plan is not None and plan.token is not None)
-            token = (plan.token if plan is not None and plan.token else _token_of(op)) \
+            token = (plan.token if plan is not None and plan.token else token_result(op)) \
                 if is_async else None
             streams.op(op, op.name, deps, token)
     return streams.found
@@ -554,17 +573,6 @@ class _Streams:
 WAIT = "gpu.wait"
 # The ops whose lowering passes streams along (GPU async ops the lowering converts).
 _STREAM_OPS = frozenset({WAIT, "gpu.launch_func", *MEMORY_OPS})
-
-
-def _dep_name(ref) -> str:
-    return ref.name if ref.index is None else f"{ref.name}#{ref.index}"
-
-
-def _token_of(op: Op) -> str | None:
-    if not op.results:
-        return None
-    last = op.results[-1]
-    return last.name if last.count == 1 else f"{last.name}#{last.count - 1}"
 
 
 def _blocks(func: Op):

@@ -26,6 +26,19 @@ TOKEN_TYPE = "!gpu.async.token"
 TOKEN_VALUE_TYPE = "!async.value<!gpu.async.token>"
 
 
+def token_result(op: Op) -> str | None:
+    """The name a use gives the op's `!gpu.async.token` result (its last result)."""
+    if not op.results:
+        return None
+    last = op.results[-1]
+    return last.name if last.count == 1 else f"{last.name}#{last.count - 1}"
+
+
+def use_name(ref) -> str:
+    """A use as written (`%x`, `%x#1`) of a ValueRef."""
+    return ref.name if ref.index is None else f"{ref.name}#{ref.index}"
+
+
 @dataclass(eq=False)
 class NewOp:
     """An op the rewrite inserts. WAIT: `gpu.wait [deps]`, or `result = gpu.wait async
@@ -65,7 +78,7 @@ class OpPlan:
     def dependencies(self) -> list[str]:
         """Its dependency list as the plan leaves it."""
         g = self.op.gpu
-        written = [d.name if d.index is None else f"{d.name}#{d.index}" for d in g.deps] \
+        written = [use_name(d) for d in g.deps] \
             if g is not None else []
         return self.front + written
 

@@ -33,12 +33,11 @@ from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_e
 from gpu_async_lsp.async_region.lowering import (
     NO_LOWERING,
     memory_ops,
+    rewritten_findings,
     stream_hazards,
-    stream_hazards_after,
 )
-from gpu_async_lsp.async_region.lowering import after_rewrite as lowering_after
 from gpu_async_lsp.async_region.lowering import as_written as lowering_as_written
-from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer
+from gpu_async_lsp.async_region.plan import WAIT, BlockPlan, NewOp, OpPlan, Renderer, token_result
 from gpu_async_lsp.edits import SortedEdits, TextEdit, apply_edits
 from gpu_async_lsp.op_tables import is_async_interface_op, is_terminator
 from gpu_async_lsp.syntax import Block, Document, Op, parse_document
@@ -61,14 +60,6 @@ def is_already_async(op: Op) -> bool:
     if op.gpu is not None and op.gpu.async_kw is not None:
         return True
     return bool(op.result_types and TOKEN_TYPE in op.result_types)
-
-
-def token_result(op: Op) -> str | None:
-    """The name a use gives the op's `!gpu.async.token` result (its last result)."""
-    if not op.results:
-        return None
-    last = op.results[-1]
-    return last.name if last.count == 1 else f"{last.name}#{last.count - 1}"
 
 
 class NameAllocator:
@@ -179,12 +170,6 @@ class FunctionRewrite:
     # The walk's plan until it is rendered: edits on first request (a code action, --fix).
     _walker: tuple | None = field(default=None, repr=False, compare=False)  # (walker, phases)
     _edits: list[TextEdit] | None = field(default=None, repr=False)
-    # The plan of each op as rendering left it (id(Op) -> OpPlan): what the rewritten text
-    # holds, for the findings that remain after --fix (`lowering.after_rewrite`).
-    _op_plans: dict | None = field(default=None, repr=False, compare=False)
-    _inserted_uses: frozenset = field(default=frozenset(), repr=False, compare=False)
-    _inserted_in: frozenset = field(default=frozenset(), repr=False, compare=False)
-    _block_plans: list | None = field(default=None, repr=False, compare=False)
     _memory_ops: list | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -213,24 +198,21 @@ class FunctionRewrite:
     def edits(self) -> list[TextEdit]:
         """The function's edits (also of a blocked function: what the rewrite would do)."""
         if self._edits is None:
-            if self._steps is None:
-                self._walk_planning()
-            with _RENDERING:  # rendering edits the plan: once, whichever thread asks first
-                if self._edits is None:
-                    pending, self._walker = self._walker, None
-                    self._edits = pending[0].render(pending[1]) if pending is not None else []
-                    self._op_plans = pending[0].plans if pending is not None else {}
-                    self._block_plans = pending[0].blocks if pending is not None else []
-                    # What the ops it inserts, and the operands it adds, use (a token they
-                    # use is not dead).
-                    self._inserted_uses = _inserted_uses(*pending) \
-                        if pending is not None else frozenset()
-                    # The ops whose regions get an inserted op (which has effects).
-                    self._inserted_in = frozenset(
-                        id(b.owner) for b in pending[0].blocks
-                        if any(isinstance(item, NewOp) for item in b.items)) \
-                        if pending is not None else frozenset()
+            self._render()
         return self._edits
+
+    def _render(self) -> tuple | None:
+        """Render the edits; the plan they were rendered from, (walker, phases), to the
+        caller that rendered them (None to any other), which may read it once: the plan is
+        not kept (a rendered function in the server's cache holds its edits only)."""
+        if self._steps is None:
+            self._walk_planning()
+        with _RENDERING:  # rendering edits the plan: once, whichever thread asks first
+            if self._edits is not None:
+                return None
+            pending, self._walker = self._walker, None
+            self._edits = pending[0].render(pending[1]) if pending is not None else []
+            return pending
 
     @property
     def rewritable(self) -> bool:
@@ -443,18 +425,6 @@ class ThreadTokenWalker:
         return renderer.edits
 
 
-def _inserted_uses(walker, phases) -> frozenset:
-    """The values the rewrite's new ops and operands use: dependencies of inserted waits
-    and awaits, values yielded or passed to an async.execute by LLVM 22's phases."""
-    used = {d for b in walker.blocks for item in b.items if isinstance(item, NewOp)
-            for d in item.deps}
-    if phases is not None:
-        for plan in phases.execs.values():
-            used.update(plan.new_yielded)
-            used.update(value for value, _ in plan.new_operands)
-    return frozenset(used)
-
-
 @dataclass
 class Analysis:
     document: Document
@@ -617,10 +587,9 @@ def _not_lowered(text: str, rw: FunctionRewrite, fixing: bool) -> list[Finding]:
     """The function's `not-lowered` findings: as the rewrite leaves it when it is rewritten
     (`fixing`), else as written, with its `stream-hazard`s."""
     if fixing and rw.rewritable:
-        rw.edits  # noqa: B018 - renders the plan, which lowering_after reads
-        return [*lowering_after(text, rw.func, rw._op_plans or {}, rw.name,
-                                rw._inserted_uses, rw._inserted_in, rw.memory_ops),
-                *stream_hazards_after(rw._block_plans or [], rw._op_plans or {}, rw.name)]
+        pending = rw._render()
+        if pending is not None:
+            return rewritten_findings(text, rw.func, rw.name, *pending, rw.memory_ops)
     return [*lowering_as_written(text, rw.func, rw.name, rw.memory_ops),
             *stream_hazards(rw.func, rw.name)]
 
