@@ -286,7 +286,7 @@ class PreLexer:
         (`_ends_after_region`)."""
         f.after_region = False
         if (t.line_start and f.paren == 0 and f.attr_depth == 0 and not f.label
-                and _ends_after_region(self.raw, i, f, self.known)):
+                and _ends_after_region(self.text, self.raw, i, f, self.known)):
             f.in_op = False
 
     def whole_line_op(self, i: int, t, f: _Frame) -> bool:
@@ -340,7 +340,7 @@ class PreLexer:
         back to `<dialect>.<name>`). None when the line continues the op before."""
         text = self.text
         if t.kind == "gpuline":
-            if _goes_on(self.raw, i + 1, f, self.known):
+            if _goes_on(self.text, self.raw, i + 1, f, self.known):
                 # Its format matched up to the line's end, but MLIR reads on over the line
                 # break (`%e = gpu.wait` then `async`): token by token.
                 return self.splice_tokens(i, t.start, t.end)
@@ -410,7 +410,7 @@ class PreLexer:
             self.flush()
             _close_region(self.frames, t, self.out)
             return i + 1
-        started = _start_op(raw, i, f, self.out, self.flush, self.known)
+        started = _start_op(self.text, raw, i, f, self.out, self.flush, self.known)
         if started is None and not f.in_op:
             self.flush()
             raise _not_an_op(t.text, t.start, t.end)
@@ -506,7 +506,7 @@ def _starts_op_line(u, f: _Frame) -> bool:
             or _resolve(u.text, f) is not None)
 
 
-def _ends_after_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
+def _ends_after_region(text: str, raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
     """After the `}` of an op's region, does the line starting with raw[i] begin something new?
 
     MLIR's parser goes on with the op's format after a region (`else {`, `do {`, `case 2 {`,
@@ -517,13 +517,13 @@ def _ends_after_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
     t = raw[i]
     if t.text == "loc" and t.kind in ("line", "bare"):
         return False  # the op's trailing location, which MLIR reads after any format
-    if not _goes_on(raw, i, f, known):
+    if not _goes_on(text, raw, i, f, known):
         return True
     # A word no op starts with: a keyword of the op's format if a region follows it.
-    return t.kind in ("line", "bare") and not _keyword_before_region(raw, i, f, known)
+    return t.kind in ("line", "bare") and not _keyword_before_region(text, raw, i, f, known)
 
 
-def _keyword_before_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
+def _keyword_before_region(text: str, raw: list, i: int, f: _Frame, known: _ResultRun) -> bool:
     """Does the bare word raw[i] open a region (`else {`, `case 2 {`) before it closes anything
     or something new starts (MLIR reads on over line breaks: `else` and `{` may be on lines of
     their own)?"""
@@ -531,12 +531,12 @@ def _keyword_before_region(raw: list, i: int, f: _Frame, known: _ResultRun) -> b
         u = raw[j]
         if u.kind == "{":
             return True
-        if u.kind == "}" or (u.line_start and not _goes_on(raw, j, f, known)):
+        if u.kind == "}" or (u.line_start and not _goes_on(text, raw, j, f, known)):
             return False
     return False
 
 
-def _goes_on(raw: list, j: int, f: _Frame, known: _ResultRun) -> bool:
+def _goes_on(text: str, raw: list, j: int, f: _Frame, known: _ResultRun) -> bool:
     """Does the item raw[j], first on its line, go on with the op before it? MLIR ignores line
     breaks between an op's tokens: a line goes on with the op unless it starts something
     (a result list and an op name, an op name, a generic op `"d.op"(`, a block label, a `}`,
@@ -547,7 +547,9 @@ def _goes_on(raw: list, j: int, f: _Frame, known: _ResultRun) -> bool:
     kind = u.kind
     if kind == "line" or kind == "gpuline":
         return not _starts_op_line(u, f)
-    if kind == "}" or kind == "caret" or kind == "meta":
+    if kind == "caret":
+        return not _label_start(text, raw, j)
+    if kind == "}" or kind == "meta":
         return False
     if kind == "value":
         eq = _results_end(raw, j, known)
@@ -559,6 +561,58 @@ def _goes_on(raw: list, j: int, f: _Frame, known: _ResultRun) -> bool:
     if kind in ("hash", "bang"):
         return not (f.top and j + 1 < len(raw) and raw[j + 1].kind == "=")
     return True
+
+
+def _label_start(text: str, raw: list, i: int) -> bool:
+    """Is the caret raw[i] a block label, `^bb1:` or `^bb1(%a : i32):`? Else it is a successor
+    of the op before (`cf.br` then `^bb1(%c : i1)` on a line of its own). MLIR's block label
+    is its name, an optional argument list, and a `:`. A line item inside the list (a line
+    after one that ended in a type's `:`) is read token by token where the list may close in
+    it. The scan stops at the next caret (no argument list holds one), so each token is read
+    once or twice; an unclosed list is taken for a label and reported as one."""
+    n = len(raw)
+    if i + 1 >= n:
+        return False
+    kind = raw[i + 1].kind
+    if kind == ":":
+        return True
+    if kind != "(":
+        return False
+    depth = 0
+    for j in range(i + 1, n):
+        u = raw[j]
+        k = u.kind
+        if k == "line" or k == "gpuline":
+            if depth + u.depth > 0:
+                depth += u.depth
+                continue
+            inner = tokenize(text, u.start, u.end)
+            closed = _closing(inner, depth)
+            if closed is not None:
+                after = inner[closed + 1:closed + 2] or raw[j + 1:j + 2]
+                return bool(after) and after[0].kind == ":"
+            depth += u.depth
+        elif k == "(":
+            depth += 1
+        elif k == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1 < n and raw[j + 1].kind == ":"
+        elif k == "caret":
+            break
+    return True
+
+
+def _closing(tokens: list, depth: int) -> int | None:
+    """The index of the `)` in `tokens` that brings `depth` open parentheses to 0, if any."""
+    for j, u in enumerate(tokens):
+        if u.kind == "(":
+            depth += 1
+        elif u.kind == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
 
 
 def _names_op(raw: list, j: int) -> bool:
@@ -754,7 +808,7 @@ def _resolve(text: str, f: _Frame) -> str | None:
     return qualify_op_name(text, f.dialect)
 
 
-def _start_op(raw, i, f: _Frame, out: list, flush, known: _ResultRun) -> int | None:
+def _start_op(text: str, raw, i, f: _Frame, out: list, flush, known: _ResultRun) -> int | None:
     """Emit the start of the op at raw[i] (results and name); return the next index or None."""
     t = raw[i]
     kind = t.kind
@@ -790,7 +844,7 @@ def _start_op(raw, i, f: _Frame, out: list, flush, known: _ResultRun) -> int | N
         flush()
         _emit_generic(t, f, out)
         return i + 1
-    if kind == "caret" and i + 1 < n and raw[i + 1].kind in ("(", ":") and not f.top:
+    if kind == "caret" and not f.top and _label_start(text, raw, i):
         flush()
         out.append(Token("BLOCK_LABEL", t.text, t.start, t.end))
         f.begin(label=True)

@@ -200,6 +200,28 @@ def test_block_label_gives_block_label_then_colon(branch, label, between):
     assert ts[k:] == ["BLOCK_LABEL", *between, "COLON", "OPS", "RBRACE"]
 
 
+@pytest.mark.parametrize("branch", [
+    "cf.br\n    ^bb1(%c : i32)",
+    "cf.br\n    ^bb1(%c :\n    i32)",
+    "cf.br\n    ^bb1\n    (%c : i32)",
+    "cf.cond_br %p,\n    ^bb1(%c : i32),\n    ^bb1(%c\n   : i32)",
+    "cf.cond_br %p, ^bb1(%c : i32)\n  , ^bb1(%c :\n   i32)",
+])
+@pytest.mark.parametrize("label", ["^bb1(%x: i32):", "^bb1(%x:\n i32):", "^bb1(%x\n : i32)\n  :",
+                                   "^bb1(\n%x: i32):"])
+def test_a_successor_on_a_line_of_its_own_goes_on_with_its_branch(branch, label):
+    """A caret that starts a line is a block label only if a `:` follows it (after its
+    argument list, which may run over lines); else it is a successor of the branch before
+    (MLIR reads on over line breaks)."""
+    text = f"func.func @f(%c: i32, %p: i1) {{\n  {branch}\n{label}\n  return\n}}\n"
+    doc = parse_document(text)
+    assert not doc.errors
+    branch_op = next(op for op in doc.walk() if op.name.startswith("cf."))
+    assert text[branch_op.start:branch_op.end] == branch
+    func = next(op for op in doc.walk() if op.name == "func.func")
+    assert len(func.regions[0].blocks) == 2
+
+
 @pytest.mark.parametrize("text", ["#map = affine_map<(d0) -> (d0)>\n", "!t = !gpu.async.token\n"])
 def test_alias_definition_at_top_level(text):
     """MLIR's top level allows `#name = attr` and `!name = type` alias definitions."""
