@@ -76,7 +76,7 @@ def problem(op: Op, text: str, is_async: bool, deps: int) -> str | None:
         return "it must be async with exactly one dependency"
     body = text[op.name_end:op.end]
     if "strided" not in body and "affine_map" not in body and "#" not in body \
-            and "loc(" not in body:
+            and "loc" not in body:
         # No layout, no memory space attribute: the common case, without reading types.
         if name != MEMSET:
             return None
@@ -394,7 +394,7 @@ def _reachable(blocks: list, by_label: dict) -> set[int]:
     return seen
 
 
-_TRAILING_LOC = regex_cache.compile(r"\s+loc\(")
+_TRAILING_LOC = regex_cache.compile(r"(?<![\w$.%#!@^\"-])loc\s*\(")  # `loc` ⏎ `(` is one too
 
 
 def _types(text: str, op: Op) -> list[str]:
