@@ -33,7 +33,12 @@ import sys
 from gpu_async_lsp import __version__, regex_cache
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
-from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING, NO_LOWERING
+from gpu_async_lsp.async_region.lowering import (
+    LLVM22_LOWERING,
+    LOWERING_CODES,
+    NO_LOWERING,
+    fixed_by_lowering,
+)
 from gpu_async_lsp.async_region.rewriter import ORIGINAL, moved_findings
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.config import Config, ConfigError, Resolver, reported
@@ -161,15 +166,16 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         if syntax_errors:
             rewritten = set()
         hints = [f for f in findings if f.code == SYNC_GPU_OPS and (f.start, f.end) in rewritten]
+        lowering = [f for f in findings if f.code in LOWERING_CODES and fixed_by_lowering(f)]
         # Sorted already (each share of a big file sorted its own): --fix applies them,
         # moves the findings and the hints' lines.
         fixed, fixes, moved = text, {}, None
-        if (options.fix or options.diff) and rewritten:
+        if (options.fix or options.diff) and not syntax_errors and (rewritten or len(edits)):
             moved = edits.mover()
             fixed = edits.apply(text)
             findings = moved_findings(findings, rewritten, moved)
         elif options.fix_details:
-            fixes = _fixes(hints, edits.to_list())
+            fixes = _fixes(text, hints, edits.to_list(), sorted(rewritten), lowering)
         if options.severity:  # the configuration's select, ignore and severity
             findings = reported(findings, dict(options.severity))
             if fixes:
@@ -208,15 +214,23 @@ def _same_fixes(fixes: dict, findings) -> dict:
             if (key := (f.code, f.start, f.end)) in by_place}
 
 
-def _fixes(hints, edits) -> dict:
-    """Each hint -> (its function, its function's edits; `edits` sorted). The edits of a
-    function lie in its body: after its hint (on its name) and before the next function's."""
-    starts = [h.start for h in hints]  # hints are sorted by offset
-    out = {h: (h.function, []) for h in hints}
+def _fixes(text: str, hints, edits, anchors: list[tuple[int, int]], lowering) -> dict:
+    """Each hint, and each `lowering` finding that `--fix` removes, -> (its function, its
+    function's edits, whether they are its rewrite). `edits` and `anchors` (the spans of the names of the functions that
+    `--fix` changes) are sorted; the edits of a function lie in its body: after its anchor
+    and before the next function's."""
+    starts = [a[0] for a in anchors]
+    by_anchor: dict[int, list] = {}
     for e in edits:
         i = bisect.bisect_right(starts, e.start) - 1
         if i >= 0:
-            out[hints[i]][1].append(e)
+            by_anchor.setdefault(i, []).append(e)
+    out = {}
+    rewritten = {(h.start, h.end) for h in hints}
+    for f in [*hints, *lowering]:
+        i = bisect.bisect_right(starts, f.start) - 1
+        if i >= 0 and i in by_anchor and text[anchors[i][0]:anchors[i][1]] == f.function:
+            out[f] = (f.function, by_anchor[i], anchors[i] in rewritten)
     return out
 
 

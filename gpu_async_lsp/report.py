@@ -76,14 +76,17 @@ class ReportOptions:
     diff: bool = False
 
 
-def fix_title(function: str) -> str:
-    """The name of a function's fix, as the server's code action calls it."""
+def fix_title(function: str, rewritten: bool = True) -> str:
+    """The name of a function's fix, as the server's code action calls it (`rewritten`: the
+    async rewrite; else the edits that make its async ops lower as written)."""
+    if not rewritten:
+        return f"Make GPU ops in {function} lower with LLVM 22"
     return f"Make GPU ops in {function} asynchronous"
 
 
 def finding_dicts(index: LineIndex, findings, fixes: dict | None = None) -> list[dict]:
     """The findings as FileResult stores them; `fixes`: a finding -> (its function, the edits
-    --fix would make for it), offsets in `index`'s text."""
+    --fix would make for it, whether they are its rewrite), offsets in `index`'s text."""
     out = []
     fixes = fixes or {}
     for f in findings:
@@ -94,8 +97,8 @@ def finding_dicts(index: LineIndex, findings, fixes: dict | None = None) -> list
             related.append((line, col, end_line, end_col, r.message))
         fix = fixes.get(f)
         if fix is not None:
-            function, edits = fix
-            fix = (fix_title(function),
+            function, edits, rewritten = fix
+            fix = (fix_title(function, rewritten),
                    [(*index.line_col_1based(e.start), *index.line_col_1based(e.end), e.new_text)
                     for e in edits])
         out.append({

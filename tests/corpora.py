@@ -49,14 +49,15 @@ def chunk_id(corpus: str, path: str, chunk: int) -> str:
 
 
 def fix_with_the_command(texts: list[str], *flags: str) -> list[str]:
-    """`gpu-async-lsp check --fix FLAGS` on a directory holding each text as a file (one run
-    of the command for all of them); the texts as it leaves them."""
+    """`gpu-async-lsp check --fix --lowering none FLAGS` (the pass's text: these compare with
+    it) on a directory holding each text as a file (one run of the command for all of them);
+    the texts as it leaves them."""
     with tempfile.TemporaryDirectory() as tmp:
         paths = [Path(tmp) / f"{i:04d}.mlir" for i in range(len(texts))]
         for path, text in zip(paths, texts):
             path.write_bytes(text.encode("utf-8"))
         proc = subprocess.run([sys.executable, "-m", "gpu_async_lsp", "check", "--fix",
-                               *flags, tmp], capture_output=True, text=True, timeout=600,
+                               "--lowering", "none", *flags, tmp], capture_output=True, text=True, timeout=600,
                               check=False)
         assert proc.returncode in (0, 1), proc.stderr  # 1: findings remain
         return [path.read_bytes().decode("utf-8") for path in paths]

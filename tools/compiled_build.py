@@ -32,6 +32,7 @@ MODULES = (
     "gpu_async_lsp.async_region.rewriter",
     "gpu_async_lsp.async_region.effects",
     "gpu_async_lsp.async_region.lowering",
+    "gpu_async_lsp.async_region.lowerable",
     "gpu_async_lsp.async_region.findings",
     "gpu_async_lsp.async_region.suppression",
     "gpu_async_lsp.ide.host",

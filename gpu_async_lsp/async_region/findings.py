@@ -204,7 +204,7 @@ RULES: tuple[Rule, ...] = (
                 "first); in the editor, its code lens or the quick fix `Make GPU ops in @f "
                 "asynchronous`."),
     Rule(
-        NOT_LOWERED, Severity.WARNING, blocks=False, fixable=False,
+        NOT_LOWERED, Severity.WARNING, blocks=False, fixable=True,
         message="'<op>' op is not lowered by LLVM 22's gpu-to-llvm: <why>",
         summary="LLVM 22's gpu-to-llvm would leave this GPU op unconverted, silently.",
         hover="LLVM 22's `gpu-to-llvm` leaves this op as it is (exit status 0): the failure "
@@ -219,7 +219,12 @@ RULES: tuple[Rule, ...] = (
                 "`#gpu.address_space<...>` is not converted. The async rewrite makes the "
                 "synchronous ops of a function lowerable (async with one dependency each): "
                 "`--fix` rewrites them, and they come with their function's `sync-gpu-ops` "
-                "hint, whose fix that is. `--lowering none` turns these findings off.",
+                "hint, whose fix that is. `--fix` also joins several dependencies through one "
+                "`%j = gpu.wait async [%a, %b]` before the op, gives an op with none a "
+                "`gpu.wait async` first, and (its rewrite) leaves a `host_shared` alloc "
+                "synchronous. A layout, a memory space, a memset width or a `host_shared` "
+                "alloc written async is the user's to change: those stay. `--lowering none` "
+                "turns these findings off (and the rewrite is then exactly the pass's).",
         example="func.func @f(%a: !gpu.async.token, %b: !gpu.async.token, %m: memref<4xf32>) {\n"
                 "  %t = gpu.memcpy async [%a, %b] %m, %m : memref<4xf32>, memref<4xf32>\n"
                 "  return\n"
@@ -229,7 +234,7 @@ RULES: tuple[Rule, ...] = (
                 "with `%t0 = gpu.wait async` for an op with none. A synchronous op: rewrite "
                 "its function (`check --fix`). A `host_shared` alloc: keep it synchronous."),
     Rule(
-        STREAM_HAZARD, Severity.WARNING, blocks=False, fixable=False,
+        STREAM_HAZARD, Severity.WARNING, blocks=False, fixable=True,
         message="'<op>' op lowered by LLVM 22: <why>",
         summary="The lowered code would destroy a stream twice, or use one after a gpu.wait "
                 "destroyed it.",
@@ -243,8 +248,12 @@ RULES: tuple[Rule, ...] = (
                 "wait on the same stream (a token and one it was made from), or a token used "
                 "after a wait destroyed its stream, make a program that destroys a stream "
                 "twice or uses a destroyed one, errors the CUDA driver need not survive. "
-                "Looked at in each block in text order, in the text as written (not yet in "
-                "what `--fix` writes); `--lowering none` turns it off.",
+                "Looked at in each block in text order, in the text as written and, after "
+                "`--fix`, as it leaves it. `--fix` keeps one operand per stream (the last "
+                "token of its chain), and its own rewrite never destroys a stream the text "
+                "still names (it waits for one through `%j = gpu.wait async [%u]` then "
+                "`gpu.wait [%j]`); a token used after a wait destroyed its stream is the "
+                "user's to change. `--lowering none` turns it off.",
         example="func.func @f(%m: memref<4xf32>, %x: f32) {\n"
                 "  %t0 = gpu.wait async\n"
                 "  %t1 = gpu.memset async [%t0] %m, %x : memref<4xf32>, f32\n"

@@ -54,9 +54,31 @@ MEMORY_OPS = frozenset({ALLOC, MEMCPY, MEMSET, DEALLOC})
 _DEVICE_BODIES = frozenset({"gpu.launch", "gpu.module", "gpu.func"})
 
 _HOST_SHARED = regex_cache.compile(r"\bhost_shared\b")
+_ONE_DEPENDENCY = "it must be async with exactly one dependency"
+_ONE_STREAM = "are on one stream"
 _MEMSET_WIDTHS = regex_cache.compile(r"(?:[su]?i(?:16|32)|f16|bf16|f32|tf32)\Z")
 _IDENTITY_MAP = regex_cache.compile(r"affine_map<\(([^)]*)\)\s*->\s*\(([^)]*)\)>\Z")
 _UNIT_STRIDE = regex_cache.compile(r"strided<\[\s*(1)?\s*\](?:\s*,\s*offset\s*:\s*0\s*)?>\Z")
+
+
+LOWERING_CODES = frozenset({F.NOT_LOWERED, F.STREAM_HAZARD})
+
+
+def fixed_by_lowering(f: Finding) -> bool:
+    """Does `--fix` (with the lowering) remove the finding `f` of the text as written: an op
+    with other than one dependency (made async, joined, or given a `gpu.wait async` first),
+    two operands of one stream? (Not a layout, a width, a memory space, a host_shared alloc
+    written async, a token used after its stream was destroyed.) A synchronous op in a
+    function a blocker keeps from the rewrite says yes here and stays: its function's fix
+    is the one offered."""
+    if f.code == F.NOT_LOWERED:
+        return f.message.endswith(_ONE_DEPENDENCY)
+    return f.code == F.STREAM_HAZARD and _ONE_STREAM in f.message
+
+
+def is_host_shared(op: Op, text: str) -> bool:
+    """Is `op` a `gpu.alloc host_shared` (which LLVM 22 lowers only synchronously)?"""
+    return op.name == ALLOC and _HOST_SHARED.search(text, op.name_end, op.end) is not None
 
 
 def problem(op: Op, text: str, is_async: bool, deps: int) -> str | None:
@@ -67,13 +89,13 @@ def problem(op: Op, text: str, is_async: bool, deps: int) -> str | None:
     if name not in MEMORY_OPS:
         return None
     if name == ALLOC:
-        if _HOST_SHARED.search(text, op.name_end, op.end) is not None:
+        if is_host_shared(op, text):
             if is_async:
                 return "a host_shared allocation must be synchronous"
         elif not is_async or deps != 1:
-            return "it must be async with exactly one dependency"
+            return _ONE_DEPENDENCY
     elif not is_async or deps != 1:
-        return "it must be async with exactly one dependency"
+        return _ONE_DEPENDENCY
     body = text[op.name_end:op.end]
     if "strided" not in body and "affine_map" not in body and "#" not in body \
             and "loc" not in body:
@@ -554,7 +576,7 @@ class _Streams:
             seen: dict[str, str] = {}
             for dep, stream in zip(deps, streams):
                 if stream in seen:
-                    self._report(op, f"{seen[stream]} and {dep} are on one stream, which it "
+                    self._report(op, f"{seen[stream]} and {dep} {_ONE_STREAM}, which it "
                                      "would synchronize and destroy twice")
                     break
                 seen[stream] = dep

@@ -66,17 +66,22 @@ class NewOp:
 class OpPlan:
     """What happens to one op of the text: `front` dependencies go in front of its list
     (first first), a synchronous op made async gets `token` as its new last result, an erased
-    op is removed; `replacements` rewrite some of its operand names (offsets, new name)."""
+    op is removed; `replacements` rewrite some of its operand names (offsets, new name);
+    `only`, when set, is its whole dependency list (lowerable.py: joined, or one per stream),
+    in place of `front` and the list as written."""
 
     op: Op
     front: list[str] = field(default_factory=list)
     token: str | None = None
     erased: bool = False
     replacements: list[tuple[int, int, str]] = field(default_factory=list)
+    only: list[str] | None = None
 
     @property
     def dependencies(self) -> list[str]:
         """Its dependency list as the plan leaves it."""
+        if self.only is not None:
+            return self.only
         g = self.op.gpu
         written = [use_name(d) for d in g.deps] \
             if g is not None else []
@@ -192,6 +197,9 @@ class Renderer:
             edits.append(TextEdit(start, end, name))
         if g is None:
             return
+        if plan.only is not None:
+            self.whole_list(plan)
+            return
         front = ", ".join(plan.front)
         if plan.token is not None:
             # The new token is the op's last result.
@@ -212,3 +220,31 @@ class Renderer:
         else:
             at = g.async_kw[1] if g.async_kw is not None else op.name_end
             edits.append(TextEdit(at, at, f" [{front}]"))
+
+    def whole_list(self, plan: OpPlan) -> None:
+        """The edits of an op whose dependency list is `plan.only` as a whole (and, made
+        async, its new token and `async`)."""
+        op, g = plan.op, plan.op.gpu
+        edits = self.edits
+        deps = ", ".join(plan.only)
+        if plan.token is not None:
+            if op.results:
+                edits.append(TextEdit(op.results_end, op.results_end, f", {plan.token}"))
+            else:
+                edits.append(TextEdit(op.start, op.start, f"{plan.token} = "))
+        if g.deps_open is not None:
+            if plan.token is not None:
+                edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
+            if deps:
+                edits.append(TextEdit(g.deps_open + 1, g.deps_close - 1, deps))
+            else:  # the list goes, with the blanks before it
+                start = g.deps_open
+                while start > op.name_end and self.text[start - 1] in " \t":
+                    start -= 1
+                edits.append(TextEdit(start, g.deps_close, ""))
+            return
+        if not deps and plan.token is None:
+            return
+        at = g.async_kw[1] if g.async_kw is not None else op.name_end
+        keyword = " async" if plan.token is not None else ""
+        edits.append(TextEdit(at, at, f"{keyword} [{deps}]"))

@@ -30,8 +30,11 @@ from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.effects import has_side_effects
 from gpu_async_lsp.async_region.execute import has_execute, run_phases
 from gpu_async_lsp.async_region.findings import Finding, Related, Severity, op_error
+from gpu_async_lsp.async_region.lowerable import PlainPlan, make_lowerable, plain_plan
 from gpu_async_lsp.async_region.lowering import (
+    LLVM22_LOWERING,
     NO_LOWERING,
+    is_host_shared,
     memory_ops,
     rewritten_findings,
     stream_hazards,
@@ -139,6 +142,7 @@ SIDE_EFFECTS = "side-effects"
 BLOCK_END = "block-end"  # the block's terminator is elided in the text
 
 
+
 @dataclass(frozen=True, slots=True)
 class WaitStep:
     """`create_wait_op`: a `gpu.wait [token]` inserted at `offset`, before `before` (None at
@@ -160,6 +164,10 @@ class FunctionRewrite:
     blockers: list[Finding] = field(default_factory=list)
     semantics: str = ORIGINAL
     thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
+    # LLVM22_LOWERING: the rewrite's output lowers with LLVM 22's gpu-to-llvm (lowerable.py;
+    # host_shared allocs stay synchronous, no op gets two dependencies, no stream is
+    # destroyed twice); NO_LOWERING: exactly the pass's.
+    lowering: str = NO_LOWERING
     # The walk's steps, in walk order; None after a walk that looked for findings only
     # (`analyze_function(plan=False)`: what a first publication needs), until the first
     # request for them or for the edits walks the function again, planning (`_text`: its
@@ -171,6 +179,8 @@ class FunctionRewrite:
     _walker: tuple | None = field(default=None, repr=False, compare=False)  # (walker, phases)
     _edits: list[TextEdit] | None = field(default=None, repr=False)
     _memory_ops: list | None = field(default=None, repr=False, compare=False)
+    _plain: object = field(default=None, repr=False, compare=False)  # PlainPlan | False
+    _plain_edits: list[TextEdit] | None = field(default=None, repr=False, compare=False)
 
     @property
     def memory_ops(self) -> list[Op]:
@@ -190,7 +200,8 @@ class FunctionRewrite:
         with _RENDERING:  # once, whichever thread asks first
             if self._steps is not None:
                 return
-            full = analyze_function(self._text, self.func, self.semantics, self.thread_launch)
+            full = analyze_function(self._text, self.func, self.semantics, self.thread_launch,
+                                    lowering=self.lowering)
             self._walker, self._text = full._walker, None
             self._steps = full._steps  # last: another thread reads steps once this is set
 
@@ -218,6 +229,30 @@ class FunctionRewrite:
     def rewritable(self) -> bool:
         return bool(self.sync_ops) and not self.blockers
 
+    def as_written_plan(self, text: str) -> PlainPlan | None:
+        """With the lowering, the plan of the edits that make the function's async ops lower
+        as written (lowerable.py), when the rewrite leaves it alone; None when it needs none.
+        Made once."""
+        if self.lowering != LLVM22_LOWERING or self.rewritable:
+            return None
+        if self._plain is None:
+            func = self.func
+            self._plain = plain_plan(text, func, NameAllocator(text, func.start, func.end)) \
+                or False
+        return self._plain or None
+
+    def fix_edits(self, text: str) -> list[TextEdit]:
+        """What `--fix` does to the function: the rewrite's edits, or (the rewrite leaves it
+        alone) those that make it lower as written."""
+        if self.rewritable:
+            return self.edits
+        plain = self.as_written_plan(text)
+        if plain is None:
+            return []
+        if self._plain_edits is None:
+            self._plain_edits = plain.render()
+        return self._plain_edits
+
     @property
     def has_work(self) -> bool:
         return bool(self.sync_ops)
@@ -234,6 +269,7 @@ class ThreadTokenWalker:
         self.planning = plan  # False: blockers and sync ops only (find_blockers)
         self.llvm22 = rewrite.semantics == LLVM22
         self.thread_launch = rewrite.thread_launch
+        self.lowers = rewrite.lowering == LLVM22_LOWERING
         self.names = NameAllocator(text, rewrite.func.start, rewrite.func.end)
         self.current_token: str | None = None
         self.blocks: list[BlockPlan] = []  # in the walk's order
@@ -339,6 +375,8 @@ class ThreadTokenWalker:
         if op.regions and not self.llvm22 and op.name != "gpu.launch":
             self.block(op, F.ASYNC_OP_WITH_REGIONS, op_error(op.name, "regions are not supported"))
             return
+        if self.lowers and is_host_shared(op, self.text):
+            return  # LLVM 22 lowers it synchronous only; it orders no GPU work: left as it is
         self.rw.sync_ops.append(op)
         if not self.editable(op) or not self.planning:
             return
@@ -381,6 +419,12 @@ class ThreadTokenWalker:
         if not self.editable(op) or not self.planning:
             return
         fresh = self.current_token is None
+        if fresh and self.lowers and op.gpu.deps:
+            # A new stream would order nothing, and give the op a second dependency.
+            token = token_result(op)
+            self.rw.steps.append(ThreadStep(op, None, token, False))
+            self.current_token = token
+            return
         if fresh:
             self.current_token = self.create_wait_op([], fresh=True).result
         dep = self.add_async_dependency(op, self.current_token)
@@ -437,16 +481,22 @@ class Analysis:
         return any(c.errors for c in self.document.chunks)
 
     def edits(self, functions: list[FunctionRewrite] | None = None) -> list[TextEdit]:
-        """Edits of every rewritable function (or of the given ones)."""
+        """Edits of every rewritable function (or of the given ones); with the lowering, also
+        those that make the others lower as written."""
         chosen = self.functions if functions is None else functions
-        return [e for fn in chosen if fn.rewritable for e in fn.edits]
+        text = self.document.text
+        return [e for fn in chosen for e in fn.fix_edits(text)]
 
     def fixed_text(self) -> str:
         return apply_edits(self.document.text, self.edits())
 
     def rewritten_anchors(self) -> set[tuple[int, int]]:
-        """Spans of the `sync-gpu-ops` hints of the functions the rewrite changes."""
-        return {hint_anchor(fn.func) for fn in self.functions if fn.rewritable}
+        """Spans of the `sync-gpu-ops` hints of the functions the rewrite changes (and, with
+        the lowering, where that hint would be in the functions whose ops `--fix` makes lower
+        as written): after the fix, no such hint is left."""
+        text = self.document.text
+        return {hint_anchor(fn.func) for fn in self.functions
+                if fn.rewritable or fn.as_written_plan(text) is not None}
 
     def fix(self) -> tuple[str, list[Finding]]:
         """The text with every rewritable function rewritten, and the findings that remain in
@@ -512,13 +562,15 @@ def host_functions(doc: Document):
 
 
 def analyze_function(text: str, func: Op, semantics: str = ORIGINAL,
-                     thread_launch: bool = False, plan: bool = True) -> FunctionRewrite:
+                     thread_launch: bool = False, plan: bool = True,
+                     lowering: str = NO_LOWERING) -> FunctionRewrite:
     """What the rewrite does to `func`. Without `plan`, its blockers and the ops it would make
     asynchronous only (a quarter of the work: what diagnostics need); the rest is walked on
     the first request for the function's steps or edits. LLVM 22's async.execute phases add
     blockers of their own from the plan: a function holding an async.execute is planned."""
     name = func.symbol_name.path[0] if func.symbol_name else "@<anonymous>"
-    rw = FunctionRewrite(func, name, semantics=semantics, thread_launch=thread_launch)
+    rw = FunctionRewrite(func, name, semantics=semantics, thread_launch=thread_launch,
+                         lowering=lowering)
     if not plan and not (semantics == LLVM22 and has_execute(func)):
         rw._steps, rw._text = None, text
         ThreadTokenWalker(text, rw, plan=False).find_blockers(func)
@@ -527,6 +579,8 @@ def analyze_function(text: str, func: Op, semantics: str = ORIGINAL,
     walker.visit_blocks(func)
     if semantics == LLVM22:
         run_phases(walker)
+    if lowering == LLVM22_LOWERING:
+        make_lowerable(text, walker.blocks, walker.plans, walker.names)
     # Kept to render on first use of rw.edits, without a reference cycle (what is kept must
     # be freed by reference counting: server/heap.py): the walk's memo and its links back to
     # the rewrite and to the phases (which refer to the walker) go.
@@ -558,7 +612,7 @@ def analyze(source: str | Document, strict: bool = False,
     ]
     functions = []
     for func in host_functions(doc):
-        rw = analyze_function(text, func, semantics, thread_launch, plan)
+        rw = analyze_function(text, func, semantics, thread_launch, plan, lowering)
         functions.append(rw)
         if lowering != NO_LOWERING:
             findings.extend(_not_lowered(text, rw, fixing and plan))
@@ -590,6 +644,9 @@ def _not_lowered(text: str, rw: FunctionRewrite, fixing: bool) -> list[Finding]:
         pending = rw._render()
         if pending is not None:
             return rewritten_findings(text, rw.func, rw.name, *pending, rw.memory_ops)
+    plain = rw.as_written_plan(text) if fixing else None
+    if plain is not None:
+        return rewritten_findings(text, rw.func, rw.name, plain, None, rw.memory_ops)
     return [*lowering_as_written(text, rw.func, rw.name, rw.memory_ops),
             *stream_hazards(rw.func, rw.name)]
 

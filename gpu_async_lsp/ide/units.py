@@ -381,11 +381,12 @@ def _variants(source: str, fn: FunctionRewrite) -> tuple:
         return ()
     out = []
     if fn.semantics == ORIGINAL and codes <= VARIANT_BLOCKERS[LLVM22_VARIANT]:
-        other = analyze_function(source, fn.func, LLVM22, fn.thread_launch)
+        other = analyze_function(source, fn.func, LLVM22, fn.thread_launch,
+                                 lowering=fn.lowering)
         if other.rewritable:
             out.append((LLVM22_VARIANT, tuple(other.edits)))
     if not fn.thread_launch and codes <= VARIANT_BLOCKERS[LAUNCH_VARIANT]:
-        other = analyze_function(source, fn.func, fn.semantics, True)
+        other = analyze_function(source, fn.func, fn.semantics, True, lowering=fn.lowering)
         if other.rewritable:
             out.append((LAUNCH_VARIANT, tuple(other.edits)))
     return tuple(out)

@@ -136,7 +136,7 @@ def cli_runs(programs, tmp_path_factory) -> dict[str, CliRuns]:
         paths = [directory / p.name for p in programs]
         for p, path in zip(programs, paths):
             path.write_bytes(p.text.encode("utf-8"))
-        args = ("--thread-launch", "--semantics", semantics, "--output-format", "json",
+        args = ("--thread-launch", "--semantics", semantics, "--lowering", "none", "--output-format", "json",
                 str(directory))
         fix = _command("check", "--fix", *args)
         fixed = [path.read_bytes().decode("utf-8") for path in paths]

@@ -108,11 +108,15 @@ def test_check_reports_as_written_and_after_fix_as_the_rewrite_leaves_it(tmp_pat
             if "[not-lowered]" in line] == ["3", "4"]
     assert main(["check", "--fix", str(f)]) == 0
     out = capsys.readouterr().out
-    # The rewrite made the host_shared alloc async: the one op left unlowered.
-    assert [line.split(": ", 2)[2] for line in out.splitlines() if "[not-lowered]" in line] == [
-        "'gpu.alloc' op is not lowered by LLVM 22's gpu-to-llvm: a host_shared allocation "
-        "must be synchronous [not-lowered]"]
-    assert f"{f}:3:13:" in out  # where it is in the fixed text
+    # The rewrite leaves the host_shared alloc synchronous (LLVM 22 lowers it only so) and
+    # makes the others async with one dependency: nothing left unlowered.
+    assert "[not-lowered]" not in out
+    assert "  %s = gpu.alloc host_shared (%n) : memref<?xf32>\n" in f.read_text()
+    f.write_text(HOST_SHARED)
+    assert main(["check", "--lowering", "none", "--fix", str(f)]) == 0
+    capsys.readouterr()
+    # Without the lowering, exactly the pass: the host_shared alloc made async too.
+    assert "gpu.alloc async [%t0] host_shared" in f.read_text()
     f.write_text(HOST_SHARED)
     assert main(["check", "--lowering", "none", str(f)]) == 0
     assert "[not-lowered]" not in capsys.readouterr().out
@@ -137,18 +141,27 @@ THREADED_WAIT = ("func.func @f(%n: index) {\n"
                  "func.func private @use(memref<?xf32>)\n")
 
 
-def test_stream_hazard_of_what_llvm22_threading_writes(tmp_path, capsys):
+def test_the_fix_of_llvm22_threading_destroys_no_stream_twice(tmp_path, capsys):
     """LLVM 22's pass threads the chain into a pre-existing `gpu.wait [%t1]`: the wait gets
-    the alloc's token too, which is on %t1's stream: `--fix` says the hazard remains where it
-    is, and `check` of the fixed file finds the same."""
+    the alloc's token too, which (the alloc made async on %t1) is on %t1's stream: the
+    program the issue saw crash. With the lowering, the alloc runs on a stream of its own that
+    waits for %t1's (`gpu.wait async [%t1]`), so the wait destroys two streams once each;
+    without it (`--lowering none`), the pass's text, which `check` then reports."""
     f = tmp_path / "a.mlir"
     f.write_text(THREADED_WAIT)
     assert main(["check", "--semantics", "llvm22", "--select", "stream-hazard", str(f)]) == 0
     assert "[stream-hazard]" not in capsys.readouterr().out  # as written: one token
-    main(["check", "--fix", "--semantics", "llvm22", "--select", "stream-hazard", str(f)])
-    after_fix = [line for line in capsys.readouterr().out.splitlines() if "[stream-hazard]" in line]
+    main(["check", "--fix", "--semantics", "llvm22", str(f)])
+    assert "[stream-hazard]" not in capsys.readouterr().out
+    fixed = f.read_text()
+    assert "  %t2 = gpu.wait async [%t1]\n  %a, %t0 = gpu.alloc async [%t2] (%n)" in fixed
+    assert "  gpu.wait [%t0, %t1]\n" in fixed
+    main(["check", "--semantics", "llvm22", str(f)])
+    assert "[stream-hazard]" not in capsys.readouterr().out
+    f.write_text(THREADED_WAIT)
+    main(["check", "--fix", "--semantics", "llvm22", "--lowering", "none", str(f)])
+    capsys.readouterr()
     assert "  gpu.wait [%t0, %t1]\n" in f.read_text()  # %t0: the alloc's, on %t1's stream
     main(["check", "--semantics", "llvm22", "--select", "stream-hazard", str(f)])
     again = [line for line in capsys.readouterr().out.splitlines() if "[stream-hazard]" in line]
-    assert after_fix == again and len(again) == 1
-    assert "are on one stream, which it would synchronize and destroy twice" in again[0]
+    assert len(again) == 1 and "are on one stream, which it would synchronize and destroy twice" in again[0]
