@@ -146,6 +146,11 @@ class _BlockFix:
         self.changed |= kept != item.deps
         item.deps = kept
 
+    def synchronize(self, tokens: list[str]) -> None:
+        """The host waits for `tokens`: a `gpu.wait` of those on the rewrite's own streams,
+        and of a new stream that waits for the others (not destroyed under the text)."""
+        self.insert(NewOp(WAIT, self.synchronized(None, tokens)))
+
     def synchronized(self, added: list[str] | None, deps: list[str]) -> list[str]:
         """The operands of a synchronous `gpu.wait` (of the rewrite's, or of the text's with
         the `added` ones the rewrite put in): a stream the text names that the rewrite would
@@ -178,6 +183,14 @@ class _BlockFix:
                 deps = [d for d in deps if d not in ours]
         if op.name == WAIT:
             return deps
+        if plan is not None and not made_async and len(deps) >= 2:
+            # A token of the text's that LLVM 22's threading adds to an op of the text's with
+            # dependencies of its own: synchronized before it, not joined (a join would move
+            # the op to a new stream, and leave the one its own dependency is on undestroyed).
+            added = [d for d in plan.front if d in deps]
+            if added:
+                self.synchronize(added)
+                deps = [d for d in deps if d not in added]
         if len(deps) >= 2 or (made_async and theirs) or (not deps and op.name in MEMORY_OPS):
             new = NewOp(WAIT, deps, self.names.fresh())
             self.insert(new)
