@@ -53,7 +53,11 @@ _RENDERING = threading.RLock()
 # or LLVM 22's, which threads the current token into them.
 ORIGINAL = "original"
 LLVM22 = "llvm22"
-SEMANTICS = (ORIGINAL, LLVM22)
+# The original pass's threading of the synchronous ops only, where a pre-existing `gpu.wait`
+# or async op is left as written and synchronized before like a host op with side effects:
+# the hand-written streams stay apart (LLVM 22's threading chains them together).
+SYNC_ONLY = "sync-only"
+SEMANTICS = (ORIGINAL, LLVM22, SYNC_ONLY)
 HOST_FUNCTION = "func.func"
 DEVICE_CONTAINERS = frozenset({"gpu.module", "gpu.func"})
 
@@ -140,6 +144,7 @@ class ThreadStep:
 TERMINATOR = "terminator"
 SIDE_EFFECTS = "side-effects"
 BLOCK_END = "block-end"  # the block's terminator is elided in the text
+HAND_WRITTEN = "hand-written"  # sync-only: a pre-existing gpu.wait or async op follows
 
 
 
@@ -164,6 +169,9 @@ class FunctionRewrite:
     blockers: list[Finding] = field(default_factory=list)
     semantics: str = ORIGINAL
     thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
+    # LLVM 22's threading makes a hand-written stream (a `gpu.wait async` with no
+    # dependencies) depend on another chain: it serializes work the function runs apart.
+    serializes: bool = False
     # LLVM22_LOWERING: the rewrite's output lowers with LLVM 22's gpu-to-llvm (lowerable.py;
     # host_shared allocs stay synchronous, no op gets two dependencies, no stream is
     # destroyed twice); NO_LOWERING: exactly the pass's.
@@ -268,6 +276,7 @@ class ThreadTokenWalker:
         self.rw = rewrite
         self.planning = plan  # False: blockers and sync ops only (find_blockers)
         self.llvm22 = rewrite.semantics == LLVM22
+        self.sync_only = rewrite.semantics == SYNC_ONLY
         self.thread_launch = rewrite.thread_launch
         self.lowers = rewrite.lowering == LLVM22_LOWERING
         self.names = NameAllocator(text, rewrite.func.start, rewrite.func.end)
@@ -347,6 +356,8 @@ class ThreadTokenWalker:
         if name == "gpu.wait":
             if self.llvm22:
                 self.thread_into_wait(op)
+            elif self.sync_only:
+                self.synchronize_before(op)
             else:
                 self.block(op, F.PRE_EXISTING_WAIT,
                            op_error(name, "unexpected pre-existing gpu.wait"))
@@ -367,6 +378,8 @@ class ThreadTokenWalker:
         if is_already_async(op):
             if self.llvm22:
                 self.thread_into_async_op(op)
+            elif self.sync_only:
+                self.synchronize_before(op)
             else:
                 self.block(op, F.ALREADY_ASYNC, op_error(op.name, "is already async"))
             return
@@ -391,6 +404,19 @@ class ThreadTokenWalker:
         self.add_async_dependency(op, dep, plan)
         self.current_token = token
 
+    def synchronize_before(self, op: Op) -> None:
+        """sync-only: a pre-existing `gpu.wait` or async op stays as written; the chain is
+        synchronized before it, as before a host op with side effects. The program as
+        written finished each synchronous op before it issued anything after it, and a
+        synchronous op never waited for hand-written work issued before it: so every
+        ordering it had is kept, and its hand-written streams stay apart."""
+        if self.current_token is None or not self.planning:
+            return
+        step = WaitStep(self.current_token, op.start, op, HAND_WRITTEN)
+        self.rw.steps.append(step)
+        self.create_wait_op([self.current_token]).step = step
+        self.current_token = None
+
     def editable(self, op: Op) -> bool:
         """Whether the op's custom form is there to edit; else an unsupported-form blocker."""
         if op.generic or op.gpu is None:
@@ -408,6 +434,9 @@ class ThreadTokenWalker:
         (`gpu.wait async`) becomes current, or none is (a synchronous `gpu.wait`)."""
         if not self.editable(op) or not self.planning:
             return
+        if (self.current_token is not None and op.gpu.async_kw is not None
+                and not op.gpu.deps):
+            self.rw.serializes = True  # a new stream of the text's, made to wait for a chain
         dep = self.add_async_dependency(op, self.current_token)
         token = token_result(op) if op.gpu.async_kw is not None else None
         self.rw.steps.append(ThreadStep(op, dep, token, False))

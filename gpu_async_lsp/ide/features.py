@@ -733,6 +733,9 @@ def code_lenses(a: DocumentAnalysis, index: LineIndex, encoding: str) -> list[tu
 
 
 VARIANT_LENSES = {"llvm22": "Thread the token through it as LLVM 22 does",
+                  "llvm22-serializing": "Thread the token through it as LLVM 22 does "
+                                        "(serializes its separate streams)",
+                  "sync-only": "Make its synchronous ops asynchronous, streams kept apart",
                   "launch": "Make asynchronous, gpu.launch included"}
 
 

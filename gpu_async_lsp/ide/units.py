@@ -24,6 +24,7 @@ from gpu_async_lsp.async_region.lowering import NO_LOWERING
 from gpu_async_lsp.async_region.rewriter import (
     LLVM22,
     ORIGINAL,
+    SYNC_ONLY,
     FunctionRewrite,
     analyze_function,
     hint_anchor,
@@ -368,9 +369,17 @@ def _shift_function(fn: FunctionInfo, delta: int) -> FunctionInfo:
 # (it threads through pre-existing waits and async ops where the original pass refuses),
 # and the one that threads an inline gpu.launch too.
 LLVM22_VARIANT = "llvm22"
+# LLVM 22's rewrite where it would make a stream the function starts on its own (a
+# `gpu.wait async` with no dependencies) wait for another chain: offered with the sync-only
+# rewrite, which keeps the streams apart.
+LLVM22_SERIALIZING_VARIANT = "llvm22-serializing"
+SYNC_ONLY_VARIANT = "sync-only"
 LAUNCH_VARIANT = "launch"
 VARIANT_BLOCKERS = {
     LLVM22_VARIANT: frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC, F.ASYNC_OP_WITH_REGIONS}),
+    LLVM22_SERIALIZING_VARIANT: frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC,
+                                           F.ASYNC_OP_WITH_REGIONS}),
+    SYNC_ONLY_VARIANT: frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC}),
     LAUNCH_VARIANT: frozenset({F.LAUNCH_NOT_OUTLINED}),
 }
 
@@ -383,8 +392,15 @@ def _variants(source: str, fn: FunctionRewrite) -> tuple:
     if fn.semantics == ORIGINAL and codes <= VARIANT_BLOCKERS[LLVM22_VARIANT]:
         other = analyze_function(source, fn.func, LLVM22, fn.thread_launch,
                                  lowering=fn.lowering)
-        if other.rewritable:
+        if other.rewritable and not other.serializes:
             out.append((LLVM22_VARIANT, tuple(other.edits)))
+        elif other.rewritable:
+            out.append((LLVM22_SERIALIZING_VARIANT, tuple(other.edits)))
+            if codes <= VARIANT_BLOCKERS[SYNC_ONLY_VARIANT]:
+                apart = analyze_function(source, fn.func, SYNC_ONLY, fn.thread_launch,
+                                         lowering=fn.lowering)
+                if apart.rewritable:
+                    out.append((SYNC_ONLY_VARIANT, tuple(apart.edits)))
     if not fn.thread_launch and codes <= VARIANT_BLOCKERS[LAUNCH_VARIANT]:
         other = analyze_function(source, fn.func, fn.semantics, True, lowering=fn.lowering)
         if other.rewritable:

@@ -20,7 +20,9 @@ from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.ide import features, semantic
 from gpu_async_lsp.ide.units import (
     LAUNCH_VARIANT,
+    LLVM22_SERIALIZING_VARIANT,
     LLVM22_VARIANT,
+    SYNC_ONLY_VARIANT,
     VARIANT_BLOCKERS,
     DocumentAnalysis,
     FunctionInfo,
@@ -150,6 +152,9 @@ def file_edit(state: DocState, encoding: str, document_changes: bool) -> dict:
 # The titles of the other rewrites of a blocked function, the quick fixes of its blockers.
 VARIANT_TITLES = {
     LLVM22_VARIANT: "{title}, threading through the existing gpu.wait (as LLVM 22 does)",
+    LLVM22_SERIALIZING_VARIANT: "{title}, threading through the existing gpu.wait (as LLVM 22 "
+                                "does: serializes the streams it starts apart)",
+    SYNC_ONLY_VARIANT: "{title}, threading only its synchronous ops (keeps its streams apart)",
     LAUNCH_VARIANT: "{title}, gpu.launch included",
 }
 

@@ -317,3 +317,37 @@ async def test_code_actions_matmul_fix_all_equals_check_fix_and_mlir_opt(server,
     ours = mlir_opt(fixed, check=True).stdout
     assert ours == mlir_opt(reference, check=True).stdout
     assert "gpu.wait async" in ours
+
+
+SEPARATE_STREAMS = """\
+module attributes {gpu.container_module} {
+gpu.module @k { gpu.func @f() kernel { gpu.return } }
+func.func @apart(%m: memref<4xf32>, %v: f32) {
+  %c1 = arith.constant 1 : index
+  %a = gpu.wait async
+  %x = gpu.launch_func async [%a] @k::@f blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+  gpu.memset %m, %v : memref<4xf32>, f32
+  %b = gpu.wait async
+  %y = gpu.launch_func async [%b] @k::@f blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+  gpu.wait [%x, %y]
+  return
+}
+}
+"""
+
+
+async def test_code_actions_say_llvm22_serializes_separate_streams_and_offer_sync_only(server, uri):
+    """Two streams the function starts apart: LLVM 22's rewrite would make the second wait for
+    the first. Its quick fix says so, and the sync-only rewrite is offered too: each gives
+    `check --fix` of the same semantics."""
+    diagnostics = await server.open_and_wait(uri, SEPARATE_STREAMS)
+    actions = await server.code_actions(uri, diagnostics=diagnostics)
+    titles = [a.title for a in rewrites(actions)]
+    assert titles == [
+        f"{title('@apart')}, threading through the existing gpu.wait (as LLVM 22 does: "
+        "serializes the streams it starts apart)",
+        f"{title('@apart')}, threading only its synchronous ops (keeps its streams apart)"]
+    serial, apart = rewrites(actions)
+    assert server.applied(serial, uri) == check_fix(SEPARATE_STREAMS, "llvm22")
+    assert server.applied(apart, uri) == check_fix(SEPARATE_STREAMS, "sync-only")
+    assert "  %b = gpu.wait async\n" in server.applied(apart, uri)

@@ -218,7 +218,7 @@ async def test_settings_semantics_llvm22_threads_through_waits(start_server, uri
 async def test_settings_invalid_semantics_one_warning_original_used(start_server, uri):
     session = await start_server("vscode", initialization_options={"semantics": "llvm23"})
     assert summaries(await session.open_and_wait(uri, DOC)) == DEFAULT
-    assert any("'semantics' must be one of original, llvm22" in m.message
+    assert any("'semantics' must be one of original, llvm22, sync-only" in m.message
                for m in session.warnings)
 
 

@@ -24,7 +24,7 @@ import pytest
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING
-from gpu_async_lsp.async_region.rewriter import LLVM22, ORIGINAL, moved_findings
+from gpu_async_lsp.async_region.rewriter import LLVM22, ORIGINAL, SYNC_ONLY, moved_findings
 from gpu_async_lsp.edits import SortedEdits
 from gpu_async_lsp.syntax import split_chunks
 from tests.differential.mlir_reference import run_chunks
@@ -223,7 +223,7 @@ def _left_after_fix(a, fixed_analysis) -> list:
 
 
 @pytest.mark.parametrize("thread_launch", [False, True], ids=["default", "thread-launch"])
-@pytest.mark.parametrize("profile", ["original", "llvm22"])
+@pytest.mark.parametrize("profile", ["original", "llvm22", "sync-only"])
 def test_fix_output_lowers_wherever_nothing_blocks_the_rewrite(profile, thread_launch):
     """With `--lowering llvm22` (the default), what `check --fix` writes lowers completely
     with `mlir-opt-22`: the ops the lowering leaves are exactly those reported after the fix
@@ -232,7 +232,7 @@ def test_fix_output_lowers_wherever_nothing_blocks_the_rewrite(profile, thread_l
     blocker keeps from the rewrite). The fix adds no stream hazard to a function that had
     none."""
     generate = generate_program if profile == "original" else generate_llvm22_program
-    semantics = ORIGINAL if profile == "original" else LLVM22
+    semantics = {"original": ORIGINAL, "llvm22": LLVM22}.get(profile, SYNC_ONLY)
     n = int(os.environ.get("GPU_ASYNC_LOWERING_N", 200))
     programs = [laid_out(generate(seed), seed) for seed in range(n)]
     wrong, added_hazards, fixed_texts = [], [], []

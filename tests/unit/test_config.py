@@ -162,7 +162,7 @@ INVALID = [
     ("gpu-async-lsp.toml", 'strict = "yes"\n',
      "invalid 'strict': must be true or false, not 'yes'"),
     ("pyproject.toml", '[tool.gpu-async-lsp]\nsemantics = "llvm23"\n',
-     "invalid 'semantics' in [tool.gpu-async-lsp]: must be one of original, llvm22"),
+     "invalid 'semantics' in [tool.gpu-async-lsp]: must be one of original, llvm22, sync-only"),
     ("gpu-async-lsp.toml", 'select = "pre-existing-wait"\n',
      "invalid 'select': must be a list of finding codes"),
     ("gpu-async-lsp.toml", 'ignore = ["pre-existing-wait", "no-such-code"]\n',

@@ -111,7 +111,7 @@ def test_server_settings_take_each_setting_by_its_name():
 def test_server_settings_null_or_absent_is_not_given_invalid_is_a_problem():
     settings, problems = parse_settings({"strict": None, "semantics": "llvm23"})
     assert settings.overrides == ()
-    assert problems == ["'semantics' must be one of original, llvm22, not 'llvm23'"]
+    assert problems == ["'semantics' must be one of original, llvm22, sync-only, not 'llvm23'"]
 
 
 @pytest.mark.parametrize("option", OPTIONS, ids=[o.name for o in OPTIONS])
