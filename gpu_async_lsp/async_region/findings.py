@@ -249,11 +249,13 @@ RULES: tuple[Rule, ...] = (
                 "after a wait destroyed its stream, make a program that destroys a stream "
                 "twice or uses a destroyed one, errors the CUDA driver need not survive. "
                 "Looked at in each block in text order, in the text as written and, after "
-                "`--fix`, as it leaves it. `--fix` keeps one operand per stream (the last "
-                "token of its chain), and its own rewrite never destroys a stream the text "
-                "still names (it waits for one through `%j = gpu.wait async [%u]` then "
-                "`gpu.wait [%j]`); a token used after a wait destroyed its stream is the "
-                "user's to change. `--lowering none` turns it off.",
+                "`--fix`, as it leaves it. A `gpu.wait async` of one token is that token's "
+                "stream (canonicalization, which `-gpu-lower-to-nvvm-pipeline` runs first, "
+                "folds it). `--fix` keeps one operand per stream (the last token of its "
+                "chain). A token used after a wait destroyed its stream is the user's to "
+                "change; LLVM 22's threading (`--semantics llvm22`) can make the rewrite "
+                "destroy a stream the text uses afterwards: `--semantics sync-only` never "
+                "threads into the text's chains. `--lowering none` turns it off.",
         example="func.func @f(%m: memref<4xf32>, %x: f32) {\n"
                 "  %t0 = gpu.wait async\n"
                 "  %t1 = gpu.memset async [%t0] %m, %x : memref<4xf32>, f32\n"

@@ -19,9 +19,13 @@ and the quick fixes do to a function the rewrite leaves alone), three edits make
   rewrite's own (no text names a token of it), the chain ends before the op, with a
   `gpu.wait` of it: threaded in, its stream would never be destroyed (the lowering's
   `gpu.wait async` makes a new stream and leaves its operands' alive);
-- a `gpu.wait` the rewrite inserts synchronizes a stream the text names (LLVM 22's threading
-  makes the user's tokens current) through `%j = gpu.wait async [%u]` then `gpu.wait [%j]`:
-  the host waits for it, and it is not destroyed under the text's later uses of `%u`.
+
+A `gpu.wait async` with one dependency is no stream of its own here: the canonicalization
+that pipelines run before gpu-to-llvm (`-gpu-lower-to-nvvm-pipeline`) folds it into its
+dependency. So there is no way to make the host wait for a stream the text names without
+destroying it: where LLVM 22's threading makes the rewrite synchronize such a stream and the
+text uses it afterwards, `stream-hazard` says so after `--fix` (`--semantics sync-only` never
+threads into the text's chains).
 
 What the rewrite itself does differently with the lowering (a `host_shared` alloc stays
 synchronous; the chain ends before an op that starts a stream of its own) is in the walk
@@ -122,9 +126,6 @@ class _BlockFix:
         is_async = g.async_kw is not None or made_async
         if op.name == WAIT and not is_async:
             new_deps = self.streams.one_per_stream(deps)
-            if plan is not None:  # what LLVM 22's threading adds is synchronized, not destroyed
-                new_deps = self.synchronized([d for d in new_deps if d in plan.front],
-                                             new_deps)
         elif is_async and not (op.name == ALLOC and is_host_shared(op, self.text)):
             new_deps = self.async_deps(op, deps, plan)
         else:
@@ -142,56 +143,24 @@ class _BlockFix:
         if item.result is not None:
             self.streams.define(item.result, item.deps, WAIT)
             return
-        kept = self.synchronized(None, self.streams.one_per_stream(item.deps))
+        kept = self.streams.one_per_stream(item.deps)
         self.changed |= kept != item.deps
         item.deps = kept
-
-    def synchronize(self, tokens: list[str]) -> None:
-        """The host waits for `tokens`: a `gpu.wait` of those on the rewrite's own streams,
-        and of a new stream that waits for the others (not destroyed under the text)."""
-        self.insert(NewOp(WAIT, self.synchronized(None, tokens)))
-
-    def synchronized(self, added: list[str] | None, deps: list[str]) -> list[str]:
-        """The operands of a synchronous `gpu.wait` (of the rewrite's, or of the text's with
-        the `added` ones the rewrite put in): a stream the text names that the rewrite would
-        synchronize is synchronized without being destroyed, through a new stream that waits
-        for it (the text may use its tokens after this wait): `%j = gpu.wait async [%u]`."""
-        theirs = [d for d in (deps if added is None else added) if not self.streams.ours(d)]
-        if not theirs:
-            return deps
-        join = NewOp(WAIT, theirs, self.names.fresh())
-        self.insert(join)
-        self.made.add(join.result)
-        self.streams.define(join.result, join.deps, WAIT)
-        return [d for d in deps if d not in theirs] + [join.result]
 
     def async_deps(self, op: Op, deps: list[str], plan: OpPlan | None) -> list[str]:
         """The dependencies an async op lowers with: one per stream; the chain the rewrite
         added ended before the op where the op starts a stream of its own (a `gpu.wait async`,
-        an op with two dependencies, an op the rewrite makes async on a stream the text
-        names) and the chain's stream is the rewrite's own; the rest joined by one
-        `gpu.wait async` (always, for an op the rewrite makes async with dependencies written
-        before: its token, which the rewrite synchronizes, is then on a stream of its own),
-        or a `gpu.wait async` for a memory op with none."""
+        an op with two dependencies) and the chain's stream is the rewrite's own; the rest
+        joined by one `gpu.wait async`, or a `gpu.wait async` for a memory op with none."""
         deps = self.streams.one_per_stream(deps)
-        made_async = plan is not None and plan.token is not None
-        theirs = [d for d in deps if not self.streams.ours(d)]
-        if plan is not None and (op.name == WAIT or len(deps) >= 2 or (made_async and theirs)):
+        if plan is not None and (op.name == WAIT or len(deps) >= 2):
             ours = [d for d in plan.front if d in deps and self.streams.ours(d)]
             if ours:
                 self.end_chain(ours)
                 deps = [d for d in deps if d not in ours]
         if op.name == WAIT:
             return deps
-        if plan is not None and not made_async and len(deps) >= 2:
-            # A token of the text's that LLVM 22's threading adds to an op of the text's with
-            # dependencies of its own: synchronized before it, not joined (a join would move
-            # the op to a new stream, and leave the one its own dependency is on undestroyed).
-            added = [d for d in plan.front if d in deps]
-            if added:
-                self.synchronize(added)
-                deps = [d for d in deps if d not in added]
-        if len(deps) >= 2 or (made_async and theirs) or (not deps and op.name in MEMORY_OPS):
+        if len(deps) >= 2 or (not deps and op.name in MEMORY_OPS):
             new = NewOp(WAIT, deps, self.names.fresh())
             self.insert(new)
             self.made.add(new.result)
@@ -245,8 +214,9 @@ class _BlockStreams:
     def define(self, token: str | None, deps: list[str], name: str) -> None:
         if token is None:
             return
-        root = self.root[token] = self.root.get(deps[0], deps[0]) \
-            if name != WAIT and len(deps) == 1 else token
+        # One dependency: its stream (a `gpu.wait async [%t]` is folded into `%t` by the
+        # canonicalization pipelines run before gpu-to-llvm).
+        root = self.root[token] = self.root.get(deps[0], deps[0]) if len(deps) == 1 else token
         self.order[token] = len(self.order)
         if token not in self.made:
             self.named.add(root)

@@ -65,15 +65,21 @@ LOWERING_CODES = frozenset({F.NOT_LOWERED, F.STREAM_HAZARD})
 
 
 def fixed_by_lowering(f: Finding) -> bool:
-    """Does `--fix` (with the lowering) remove the finding `f` of the text as written: an op
+    """`removed_by_lowering` of a finding."""
+    return removed_by_lowering(f.code, f.message)
+
+
+def removed_by_lowering(code: str, message: str) -> bool:
+    """Does `--fix` (with the lowering) remove a finding (its code, its message) of the text
+    as written: an op
     with other than one dependency (made async, joined, or given a `gpu.wait async` first),
     two operands of one stream? (Not a layout, a width, a memory space, a host_shared alloc
     written async, a token used after its stream was destroyed.) A synchronous op in a
     function a blocker keeps from the rewrite says yes here and stays: its function's fix
     is the one offered."""
-    if f.code == F.NOT_LOWERED:
-        return f.message.endswith(_ONE_DEPENDENCY)
-    return f.code == F.STREAM_HAZARD and _ONE_STREAM in f.message
+    if code == F.NOT_LOWERED:
+        return message.endswith(_ONE_DEPENDENCY)
+    return code == F.STREAM_HAZARD and _ONE_STREAM in message
 
 
 def is_host_shared(op: Op, text: str) -> bool:
@@ -583,7 +589,9 @@ class _Streams:
             for dep, stream in zip(deps, streams):
                 self.destroyed.setdefault(stream, dep)
         elif token is not None:
-            self.root[token] = streams[0] if name != WAIT and len(streams) == 1 else token
+            # One dependency: its stream (a `gpu.wait async [%t]` too: canonicalization, which
+            # `-gpu-lower-to-nvvm-pipeline` runs before gpu-to-llvm, folds it into `%t`).
+            self.root[token] = streams[0] if len(streams) == 1 else token
 
     def _report(self, op: Op | None, why: str) -> None:
         if op is not None:
