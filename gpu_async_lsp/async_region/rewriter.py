@@ -58,6 +58,7 @@ LLVM22 = "llvm22"
 # the hand-written streams stay apart (LLVM 22's threading chains them together).
 SYNC_ONLY = "sync-only"
 SEMANTICS = (ORIGINAL, LLVM22, SYNC_ONLY)
+PASS_SEMANTICS = (ORIGINAL, LLVM22)  # those of an MLIR pass (the differential tests' reference)
 HOST_FUNCTION = "func.func"
 DEVICE_CONTAINERS = frozenset({"gpu.module", "gpu.func"})
 

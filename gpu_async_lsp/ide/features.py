@@ -766,6 +766,7 @@ def _unit_lenses(result, strict: bool, encoding: str) -> list[tuple]:
             place = (i, (s.line, s.character), (e.line, e.character))
             cached.append((*place, title, blocker, None))
             for variant, _ in fn.variants:
-                cached.append((*place, VARIANT_LENSES[variant], None, variant))
+                if variant in VARIANT_LENSES:  # not the lowering's: a quick fix of findings
+                    cached.append((*place, VARIANT_LENSES[variant], None, variant))
         result.memo[key] = cached
     return cached

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from gpu_async_lsp.async_region import Finding, Related, analyze, suppression
 from gpu_async_lsp.async_region import findings as F
-from gpu_async_lsp.async_region.lowering import NO_LOWERING
+from gpu_async_lsp.async_region.lowering import LOWERING_CODES, NO_LOWERING, fixed_by_lowering
 from gpu_async_lsp.async_region.rewriter import (
     LLVM22,
     ORIGINAL,
@@ -123,7 +123,17 @@ class FunctionInfo:
         return tuple((name, _shifted(edits, self.delta)) for name, edits in self.plan.variants())
 
     def variant_edits(self, variant: str) -> tuple[TextEdit, ...] | None:
+        if variant == LOWERING_VARIANT:
+            return self.lowering_edits() or None
         return next((edits for name, edits in self.variants if name == variant), None)
+
+    def lowering_edits(self) -> tuple[TextEdit, ...]:
+        """With the lowering, the edits that make the async ops of a function the rewrite
+        leaves alone lower as written (empty for any other function)."""
+        if self.rewritable:
+            return ()
+        return next((_shifted(edits, self.delta) for name, edits in self.plan.variants()
+                     if name == LOWERING_VARIANT), ())
 
 
 def _shifted(edits: tuple[TextEdit, ...], delta: int) -> tuple[TextEdit, ...]:
@@ -189,16 +199,18 @@ class UnitResult:
         return self._plans[index]
 
     def fixes(self) -> list[TextEdit]:
-        """One edit per rewritable function: the span from its first to its last planned edit,
-        rewritten (the file-wide action sends these, not every insertion)."""
+        """One edit per function `--fix` changes (rewritten, or made to lower): the span from
+        its first to its last planned edit, rewritten (the file-wide action sends these, not
+        every insertion)."""
         if self._fixes is None:
             fixes = []
             for fn in self.functions:
-                if not fn.rewritable or not fn.edits:
+                edits = fn.edits if fn.rewritable else fn.lowering_edits()
+                if not edits:
                     continue
-                start = min(e.start for e in fn.edits)
-                end = max(e.end for e in fn.edits)
-                moved = [TextEdit(e.start - start, e.end - start, e.new_text) for e in fn.edits]
+                start = min(e.start for e in edits)
+                end = max(e.end for e in edits)
+                moved = [TextEdit(e.start - start, e.end - start, e.new_text) for e in edits]
                 fixes.append(TextEdit(start, end, apply_edits(self.source[start:end], moved)))
             self._fixes = fixes
         return self._fixes
@@ -331,7 +343,11 @@ class DocumentAnalysis:
 
     @property
     def any_rewritable(self) -> bool:
-        return any(fn.rewritable for u in self.units for fn in u.result.functions)
+        """Is there anything for the file-wide fix: a function to rewrite, or a finding of the
+        lowering that `--fix` removes (`fixed_by_lowering`)?"""
+        return any(fn.rewritable for u in self.units for fn in u.result.functions) or any(
+            f.code in LOWERING_CODES and fixed_by_lowering(f)
+            for u in self.units for f in u.result.findings)
 
     def functions_named(self, name: str) -> list[FunctionInfo]:
         """The host functions called `name` (`@f`; split files repeat names), in text order,
@@ -375,20 +391,26 @@ LLVM22_VARIANT = "llvm22"
 LLVM22_SERIALIZING_VARIANT = "llvm22-serializing"
 SYNC_ONLY_VARIANT = "sync-only"
 LAUNCH_VARIANT = "launch"
+# With the lowering, what makes the async ops of a function the rewrite leaves alone lower
+# as written (lowerable.plain_plan: `--fix` does it too); no blocker to get past.
+LOWERING_VARIANT = "lowering"
 VARIANT_BLOCKERS = {
     LLVM22_VARIANT: frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC, F.ASYNC_OP_WITH_REGIONS}),
     LLVM22_SERIALIZING_VARIANT: frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC,
                                            F.ASYNC_OP_WITH_REGIONS}),
     SYNC_ONLY_VARIANT: frozenset({F.PRE_EXISTING_WAIT, F.ALREADY_ASYNC}),
+    LOWERING_VARIANT: frozenset(),
     LAUNCH_VARIANT: frozenset({F.LAUNCH_NOT_OUTLINED}),
 }
 
 
 def _variants(source: str, fn: FunctionRewrite) -> tuple:
+    out = []
+    if fn.as_written_plan(source) is not None:
+        out.append((LOWERING_VARIANT, tuple(fn.fix_edits(source))))
     codes = {b.code for b in fn.blockers}
     if not codes:
-        return ()
-    out = []
+        return tuple(out)
     if fn.semantics == ORIGINAL and codes <= VARIANT_BLOCKERS[LLVM22_VARIANT]:
         other = analyze_function(source, fn.func, LLVM22, fn.thread_launch,
                                  lowering=fn.lowering)

@@ -16,12 +16,14 @@ from lsprotocol import types as lsp
 
 from gpu_async_lsp.async_region import suppression
 from gpu_async_lsp.async_region.findings import SOURCE, SYNC_GPU_OPS, Severity
+from gpu_async_lsp.async_region.lowering import LOWERING_CODES, removed_by_lowering
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.ide import features, semantic
 from gpu_async_lsp.ide.units import (
     LAUNCH_VARIANT,
     LLVM22_SERIALIZING_VARIANT,
     LLVM22_VARIANT,
+    LOWERING_VARIANT,
     SYNC_ONLY_VARIANT,
     VARIANT_BLOCKERS,
     DocumentAnalysis,
@@ -155,6 +157,7 @@ VARIANT_TITLES = {
     LLVM22_SERIALIZING_VARIANT: "{title}, threading through the existing gpu.wait (as LLVM 22 "
                                 "does: serializes the streams it starts apart)",
     SYNC_ONLY_VARIANT: "{title}, threading only its synchronous ops (keeps its streams apart)",
+    LOWERING_VARIANT: "Make GPU ops in {name} lower with LLVM 22",
     LAUNCH_VARIANT: "{title}, gpu.launch included",
 }
 
@@ -177,6 +180,8 @@ def code_actions(state: DocState, caps: ClientFeatures, encoding: str,
     for n, fn in enumerate(request.functions()):
         if n % 64 == 0:
             check()
+        if not fn.rewritable:
+            actions.extend(_lowering_actions(request, fn))
         if fn.sync_ops == 0:
             continue
         actions.extend(_rewrite_actions(request, fn) if fn.rewritable
@@ -195,7 +200,7 @@ class _ActionRequest:
     actions are written (with their edit, or with `data` for codeAction/resolve)."""
 
     __slots__ = ("state", "caps", "encoding", "index", "only", "start", "end", "hints",
-                 "blockers")
+                 "blockers", "lowering")
 
     def __init__(self, state: DocState, caps: ClientFeatures, encoding: str,
                  params: lsp.CodeActionParams):
@@ -206,12 +211,15 @@ class _ActionRequest:
         self.end = convert.offset_of(self.index, params.range.end, encoding)
         self.hints: dict[tuple[int, int], lsp.Diagnostic] = {}
         self.blockers: dict[tuple[int, int], list] = {}
+        self.lowering: list[lsp.Diagnostic] = []  # not-lowered, stream-hazard
         for d in params.context.diagnostics or []:
             if d.source != SOURCE:
                 continue
             at = (d.range.start.line, d.range.start.character)
             if d.code == SYNC_GPU_OPS:
                 self.hints[at] = d
+            elif d.code in LOWERING_CODES and removed_by_lowering(d.code, d.message):
+                self.lowering.append(d)
             elif any(d.code in codes for codes in VARIANT_BLOCKERS.values()):
                 self.blockers.setdefault(at, []).append(d)
 
@@ -257,6 +265,22 @@ def _rewrite_actions(request: _ActionRequest, fn: FunctionInfo) -> list[str]:
     return []
 
 
+def _lowering_actions(request: _ActionRequest, fn: FunctionInfo) -> list[str]:
+    """A function the rewrite leaves alone, with findings of the lowering in the context that
+    `--fix` removes: the quick fix that makes its async ops lower as written (what `--fix`
+    does to it)."""
+    if not request.lowering or not request.wants(lsp.CodeActionKind.QuickFix):
+        return []
+    fixed = [d for d in request.lowering
+             if fn.start <= convert.offset_of(request.index, d.range.start, request.encoding)
+             <= fn.end]
+    if not fixed or not fn.lowering_edits():
+        return []
+    return [request.action(VARIANT_TITLES[LOWERING_VARIANT].format(name=fn.name),
+                           lsp.CodeActionKind.QuickFix, fn, LOWERING_VARIANT,
+                           diagnostics=_unstructured(fixed))]
+
+
 def _blocked_actions(request: _ActionRequest, fn: FunctionInfo) -> list[str]:
     """A blocked function: each rewrite that gets past its blockers (the quick fix of those in
     the context, else a refactor); without one, the rewrite disabled with the first blocker
@@ -264,6 +288,8 @@ def _blocked_actions(request: _ActionRequest, fn: FunctionInfo) -> list[str]:
     title = f"Make GPU ops in {fn.name} asynchronous"
     out = []
     for variant, _ in fn.variants:
+        if variant == LOWERING_VARIANT:
+            continue  # offered for the findings it removes (_lowering_actions)
         codes = VARIANT_BLOCKERS[variant]
         fixed = [d for s, _ in fn.blocker_spans for d in request.blockers.get(request.at(s), [])
                  if d.code in codes]

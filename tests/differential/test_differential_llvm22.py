@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from gpu_async_lsp.async_region import Analysis, analyze, fix_text
-from gpu_async_lsp.async_region.rewriter import LLVM22, ORIGINAL, SEMANTICS
+from gpu_async_lsp.async_region.rewriter import LLVM22, ORIGINAL
+from gpu_async_lsp.async_region.rewriter import PASS_SEMANTICS as SEMANTICS
 from tests.differential.function_compare import (
     BLOCKED,
     DIFFERS,

@@ -44,8 +44,10 @@ from gpu_async_lsp.async_region import Analysis, analyze, fix_text
 from gpu_async_lsp.async_region.rewriter import (
     LLVM22,
     ORIGINAL,
-    SEMANTICS,
     host_functions,
+)
+from gpu_async_lsp.async_region.rewriter import (
+    PASS_SEMANTICS as SEMANTICS,
 )
 from gpu_async_lsp.syntax import parse_document
 from tests.differential.function_compare import (

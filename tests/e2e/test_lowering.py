@@ -55,3 +55,42 @@ async def test_lowering_none_setting_turns_the_findings_off(start_server):
         return any([d.code for d in p.diagnostics] == [F.SYNC_GPU_OPS] for p in later)
 
     await session.wait_until(republished, "diagnostics without not-lowered", timeout=10)
+
+
+TWO_DEPENDENCIES = ("func.func @joined(%a: !gpu.async.token, %b: !gpu.async.token, "
+                    "%m: memref<4xf32>) {\n"
+                    "  %t = gpu.memcpy async [%a, %b] %m, %m : memref<4xf32>, memref<4xf32>\n"
+                    "  gpu.wait [%t]\n"
+                    "  return\n}\n"
+                    "func.func @sync(%m: memref<4xf32>) {\n"
+                    "  gpu.memcpy %m, %m : memref<4xf32>, memref<4xf32>\n  return\n}\n")
+
+
+async def test_lowering_quick_fix_of_a_function_the_rewrite_leaves_alone(start_server):
+    """`@joined` has nothing to rewrite; its not-lowered finding's quick fix joins the two
+    dependencies, as `check --fix` does; the file-wide fix is `check --fix`'s text."""
+    session = await start_server("vscode", lowering=None)
+    uri = "file:///e2e/lowering/joined.mlir"
+    diagnostics = await session.open_and_wait(uri, TWO_DEPENDENCIES)
+    joined = [d for d in diagnostics if d.code == F.NOT_LOWERED and d.range.start.line == 1]
+    actions = await session.code_actions(uri, rng=joined[0].range, diagnostics=joined)
+    [fix] = [a for a in actions if a.title == "Make GPU ops in @joined lower with LLVM 22"]
+    assert fix.kind == "quickfix" and [d.code for d in fix.diagnostics] == [F.NOT_LOWERED]
+    fixed = session.applied(fix, uri)
+    assert "  %t0 = gpu.wait async [%a, %b]\n  %t = gpu.memcpy async [%t0] %m, %m" in fixed
+    whole = _check_fix(TWO_DEPENDENCIES)
+    sync = TWO_DEPENDENCIES.index("func.func @sync")
+    # That function as `check --fix` leaves it, the other one as written.
+    assert fixed == whole[:whole.index("func.func @sync")] + TWO_DEPENDENCIES[sync:]
+    actions = await session.code_actions(uri)
+    [fix_all] = [a for a in actions if a.kind == "source.fixAll.gpuAsync"]
+    assert session.applied(fix_all, uri) == _check_fix(TWO_DEPENDENCIES)
+
+
+def _check_fix(text: str) -> str:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "gpu_async_lsp", "check", "--fix", "-"],
+                          input=text.encode(), capture_output=True, timeout=120, check=False)
+    return proc.stdout.decode()

@@ -36,8 +36,10 @@ from gpu_async_lsp.async_region import Analysis, analyze
 from gpu_async_lsp.async_region.rewriter import (
     LLVM22,
     ORIGINAL,
-    SEMANTICS,
     host_functions,
+)
+from gpu_async_lsp.async_region.rewriter import (
+    PASS_SEMANTICS as SEMANTICS,
 )
 from gpu_async_lsp.syntax import parse_document
 from gpu_async_lsp.syntax.lexer import split_chunks
