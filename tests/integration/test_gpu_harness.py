@@ -110,8 +110,14 @@ def test_gpu_harness_corpus_program_rewritten_runs_cleanly_on_the_fake_driver(na
         pytest.skip("../shared (LLVM's CUDA tests) is not beside this clone")
     result = harness_results[name]
     if result["verdict"] == "skipped":
-        pytest.skip(f"{name}: {'; '.join(result['reasons'])}")
+        # Not run, and why: no entry point, or no form lowers (another dialect's runtime, a
+        # syntax LLVM 22 rejects); the harness runs every other one.
+        assert all(r.startswith(_NOT_RUNNABLE) for r in result["reasons"]), result["reasons"]
+        return
     _assert_rewritten_form_is_sound(result)
+
+
+_NOT_RUNNABLE = ("no `func.func @main()` to run", "lowers in no form")
 
 
 def test_gpu_harness_corpus_runs_most_programs(harness_results):
