@@ -202,11 +202,7 @@ class Renderer:
             return
         front = ", ".join(plan.front)
         if plan.token is not None:
-            # The new token is the op's last result.
-            if op.results:
-                edits.append(TextEdit(op.results_end, op.results_end, f", {plan.token}"))
-            else:
-                edits.append(TextEdit(op.start, op.start, f"{plan.token} = "))
+            self.new_token(plan)
             if g.deps_open is not None:
                 edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
             else:
@@ -221,6 +217,14 @@ class Renderer:
             at = g.async_kw[1] if g.async_kw is not None else op.name_end
             edits.append(TextEdit(at, at, f" [{front}]"))
 
+    def new_token(self, plan: OpPlan) -> None:
+        """The token of an op made async, as its last result."""
+        op = plan.op
+        if op.results:
+            self.edits.append(TextEdit(op.results_end, op.results_end, f", {plan.token}"))
+        else:
+            self.edits.append(TextEdit(op.start, op.start, f"{plan.token} = "))
+
     def whole_list(self, plan: OpPlan) -> None:
         """The edits of an op whose dependency list is `plan.only` as a whole (and, made
         async, its new token and `async`)."""
@@ -228,10 +232,7 @@ class Renderer:
         edits = self.edits
         deps = ", ".join(plan.only)
         if plan.token is not None:
-            if op.results:
-                edits.append(TextEdit(op.results_end, op.results_end, f", {plan.token}"))
-            else:
-                edits.append(TextEdit(op.start, op.start, f"{plan.token} = "))
+            self.new_token(plan)
         if g.deps_open is not None:
             if plan.token is not None:
                 edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
