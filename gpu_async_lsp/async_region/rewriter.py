@@ -114,6 +114,7 @@ def _used_names(text: str, start: int, end: int) -> set[str]:
 
 
 _INDENT = regex_cache.compile(r"[ \t]*")
+_LIVE = "%<current>"  # a token is current (a walk that does not plan: no name is given out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +171,10 @@ class FunctionRewrite:
     blockers: list[Finding] = field(default_factory=list)
     semantics: str = ORIGINAL
     thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
-    # LLVM 22's threading makes a hand-written stream (a `gpu.wait async` with no
-    # dependencies) depend on another chain: it serializes work the function runs apart.
-    serializes: bool = False
+    # The `gpu.wait async`s without dependencies (streams the text starts on its own) that
+    # LLVM 22's threading makes depend on another chain: it serializes work the function
+    # runs apart. Found by the walk that plans (a code action's, `check`'s).
+    serialized: list[Op] = field(default_factory=list)
     # LLVM22_LOWERING: the rewrite's output lowers with LLVM 22's gpu-to-llvm (lowerable.py;
     # host_shared allocs stay synchronous, no op gets two dependencies, no stream is
     # destroyed twice); NO_LOWERING: exactly the pass's.
@@ -238,6 +240,10 @@ class FunctionRewrite:
     def rewritable(self) -> bool:
         return bool(self.sync_ops) and not self.blockers
 
+    @property
+    def serializes(self) -> bool:
+        return bool(self.serialized)
+
     def as_written_plan(self, text: str) -> PlainPlan | None:
         """With the lowering, the plan of the edits that make the function's async ops lower
         as written (lowerable.py), when the rewrite leaves it alone; None when it needs none.
@@ -280,6 +286,10 @@ class ThreadTokenWalker:
         self.sync_only = rewrite.semantics == SYNC_ONLY
         self.thread_launch = rewrite.thread_launch
         self.lowers = rewrite.lowering == LLVM22_LOWERING
+        # Without planning, what stands for a current token (only LLVM 22's threading needs
+        # to know whether one is: the streams it serializes; else none, and no op after a
+        # GPU op is asked whether it has side effects).
+        self.live = _LIVE if self.llvm22 else None
         self.names = NameAllocator(text, rewrite.func.start, rewrite.func.end)
         self.current_token: str | None = None
         self.blocks: list[BlockPlan] = []  # in the walk's order
@@ -322,19 +332,23 @@ class ThreadTokenWalker:
                          for region in reversed(op.regions) for inner in reversed(region.blocks))
 
     def find_blockers(self, func: Op) -> None:
-        """The walk of visit_blocks (same order) that plans nothing: no token is ever current,
-        so only blockers and the ops to make asynchronous are found."""
-        stack = [iter(block.ops) for region in reversed(func.regions)
+        """The walk of visit_blocks (same order) that plans nothing: blockers and the ops to
+        make asynchronous are found. No token is current, but in LLVM 22's semantics whether
+        one would be (`_LIVE`), per block, for the streams its threading serializes."""
+        stack = [[iter(block.ops), None] for region in reversed(func.regions)
                  for block in reversed(region.blocks)]
         thread_launch = self.thread_launch
         while stack:
-            op = next(stack[-1], None)
+            frame = stack[-1]
+            op = next(frame[0], None)
             if op is None:
                 stack.pop()
                 continue
+            self.current_token = frame[1]
             self.visit(op)
+            frame[1] = self.current_token
             if op.regions and not (thread_launch and op.name == "gpu.launch"):
-                stack.extend(iter(inner.ops) for region in reversed(op.regions)
+                stack.extend([iter(inner.ops), None] for region in reversed(op.regions)
                              for inner in reversed(region.blocks))
 
     def block_plan(self, block: Block, region, owner: Op) -> BlockPlan:
@@ -369,10 +383,11 @@ class ThreadTokenWalker:
         if self.current_token is None:
             return
         if is_terminator(name) or has_side_effects(op, self.effects):
-            reason = TERMINATOR if is_terminator(name) else SIDE_EFFECTS
-            step = WaitStep(self.current_token, op.start, op, reason)
-            self.rw.steps.append(step)
-            self.create_wait_op([self.current_token]).step = step
+            if self.planning:
+                reason = TERMINATOR if is_terminator(name) else SIDE_EFFECTS
+                step = WaitStep(self.current_token, op.start, op, reason)
+                self.rw.steps.append(step)
+                self.create_wait_op([self.current_token]).step = step
             self.current_token = None
 
     def rewrite_async_op(self, op: Op) -> None:
@@ -392,7 +407,10 @@ class ThreadTokenWalker:
         if self.lowers and is_host_shared(op, self.text):
             return  # LLVM 22 lowers it synchronous only; it orders no GPU work: left as it is
         self.rw.sync_ops.append(op)
-        if not self.editable(op) or not self.planning:
+        if not self.editable(op):
+            return
+        if not self.planning:
+            self.current_token = self.live  # LLVM 22's semantics: a token would be current
             return
         fresh = self.current_token is None
         if fresh:
@@ -433,11 +451,15 @@ class ThreadTokenWalker:
     def thread_into_wait(self, op: Op) -> None:
         """A pre-existing `gpu.wait` gets the current token as a dependency; its own token
         (`gpu.wait async`) becomes current, or none is (a synchronous `gpu.wait`)."""
-        if not self.editable(op) or not self.planning:
+        if not self.editable(op):
             return
         if (self.current_token is not None and op.gpu.async_kw is not None
                 and not op.gpu.deps):
-            self.rw.serializes = True  # a new stream of the text's, made to wait for a chain
+            self.rw.serialized.append(op)  # a new stream of the text's, made to wait for a chain
+        if not self.planning:
+            self.current_token = self.live if (op.gpu.async_kw is not None
+                                               and token_result(op) is not None) else None
+            return
         dep = self.add_async_dependency(op, self.current_token)
         token = token_result(op) if op.gpu.async_kw is not None else None
         self.rw.steps.append(ThreadStep(op, dep, token, False))
@@ -446,7 +468,10 @@ class ThreadTokenWalker:
     def thread_into_async_op(self, op: Op) -> None:
         """An already-async GPU op depends on the current token too (a `gpu.wait async` makes
         one when there is none); its own token becomes current."""
-        if not self.editable(op) or not self.planning:
+        if not self.editable(op):
+            return
+        if not self.planning:
+            self.current_token = self.live if token_result(op) is not None else None
             return
         fresh = self.current_token is None
         if fresh and self.lowers and op.gpu.deps:
@@ -662,9 +687,18 @@ def analyze(source: str | Document, strict: bool = False,
                 F.SYNC_GPU_OPS,
                 f"{n} GPU {_plural(n, 'op', 'ops')} in {rw.name} "
                 f"{_plural(n, 'runs', 'run')} synchronously",
-                start, end, Severity.HINT, function=rw.name))
+                start, end, Severity.HINT, _serialized_notes(rw), function=rw.name))
     findings.sort(key=lambda f: (f.start, f.end, f.code))
     return Analysis(doc, findings, functions, strict)
+
+
+def _serialized_notes(rw: FunctionRewrite) -> tuple[Related, ...]:
+    """Where the rewrite (LLVM 22's threading) makes a stream the function starts on its own
+    wait for another chain: said with its hint, as the editor's quick fix says it."""
+    return tuple(Related(op.name_start, op.name_end,
+                         "this stream, started apart, is made to wait for the chain before "
+                         "it (serialized); `--semantics sync-only` keeps it apart")
+                 for op in rw.serialized)
 
 
 def _not_lowered(text: str, rw: FunctionRewrite, fixing: bool) -> list[Finding]:

@@ -133,3 +133,25 @@ def test_sync_only_keeps_every_ordering_of_generated_programs(lowering):
         changed += [(seed, p) for p in pending]
     assert checked > 100
     assert not changed, changed[:3]
+
+
+SERIALIZED = HAND_WRITTEN_CHAINS.replace(
+    "  %b = gpu.wait async\n", "").replace(
+    "  gpu.memset %m, %v : memref<4xf32>, f32\n",
+    "  gpu.memset %m, %v : memref<4xf32>, f32\n  %b = gpu.wait async\n")
+
+
+def test_check_llvm22_says_where_its_rewrite_serializes_a_stream_started_apart(tmp_path, capsys):
+    """`check --semantics llvm22`: the function's hint carries a note at the `gpu.wait async`
+    that LLVM 22's threading makes wait for the chain before it; sync-only, none."""
+    from gpu_async_lsp.cli import main
+
+    path = tmp_path / "a.mlir"
+    path.write_text(SERIALIZED)
+    main(["check", "--semantics", "llvm22", str(path)])
+    out = capsys.readouterr().out
+    line = SERIALIZED[:SERIALIZED.index("%b = gpu.wait async")].count("\n") + 1
+    assert (f"{path}:{line}:8: note: this stream, started apart, is made to wait for the chain "
+            "before it (serialized); `--semantics sync-only` keeps it apart") in out
+    main(["check", "--semantics", "sync-only", str(path)])
+    assert "serialized" not in capsys.readouterr().out
