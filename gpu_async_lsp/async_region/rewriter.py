@@ -149,7 +149,6 @@ BLOCK_END = "block-end"  # the block's terminator is elided in the text
 HAND_WRITTEN = "hand-written"  # sync-only: a pre-existing gpu.wait or async op follows
 
 
-
 @dataclass(frozen=True, slots=True)
 class WaitStep:
     """`create_wait_op`: a `gpu.wait [token]` inserted at `offset`, before `before` (None at
@@ -173,7 +172,7 @@ class FunctionRewrite:
     thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
     # The `gpu.wait async`s without dependencies (streams the text starts on its own) that
     # LLVM 22's threading makes depend on another chain: it serializes work the function
-    # runs apart. Found by the walk that plans (a code action's, `check`'s).
+    # runs apart. Found by both walks (the one that does not plan tracks `_LIVE`).
     serialized: list[Op] = field(default_factory=list)
     # LLVM22_LOWERING: the rewrite's output lowers with LLVM 22's gpu-to-llvm (lowerable.py;
     # host_shared allocs stay synchronous, no op gets two dependencies, no stream is
