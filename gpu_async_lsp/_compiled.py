@@ -21,6 +21,7 @@ MANIFEST = "manifest.txt"
 
 loaded: dict[str, str] = {}  # module -> the built file it was loaded from
 _built: dict[str, str] = {}  # module -> its built file, if its source is unchanged
+_found: set[str] = set()  # the extension suffixes the manifest has builds for
 
 
 def source_crc(data: bytes) -> str:
@@ -65,6 +66,7 @@ def install() -> None:
                 same = source_crc(f.read()) == crc
             # Built for this Python and platform: named with its full tag (a build copied
             # from another Python or platform is left alone).
+            _found.add(file.split(".", 1)[-1])
             if same and built.endswith(EXTENSION_SUFFIXES[0]) and os.path.isfile(built):
                 _built[module] = built
     except (OSError, ValueError):
@@ -72,3 +74,23 @@ def install() -> None:
         return
     if _built and not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
+
+
+def describe() -> str:
+    """Which build of the analysis's modules this process runs, in a line (the server's log:
+    a platform-specific .vsix says whether it had one for the user's Python)."""
+    if os.environ.get(PURE_ENV):
+        return f"running the analysis as Python ({PURE_ENV} is set)"
+    if _built:
+        return f"running the analysis's {len(_built)} modules compiled for {_tag(EXTENSION_SUFFIXES[0])}"
+    this = f"Python {sys.version_info[0]}.{sys.version_info[1]} ({_tag(EXTENSION_SUFFIXES[0])})"
+    if _found:
+        builds = ", ".join(sorted(_tag(s) for s in _found))
+        return (f"running the analysis as Python (the same code, slower): the compiled modules "
+                f"here are built for {builds}, not for {this} or not from these sources")
+    return f"running the analysis as Python on {this}: this install has no compiled modules"
+
+
+def _tag(suffix: str) -> str:
+    """`cpython-311-x86_64-linux-gnu` of `.cpython-311-x86_64-linux-gnu.so`."""
+    return suffix.strip(".").removesuffix(".so").removesuffix(".pyd")

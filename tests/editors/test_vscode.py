@@ -37,10 +37,12 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -57,6 +59,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPS = Path(os.environ.get("GPU_ASYNC_EDITOR_DEPS",
                            Path.home() / ".cache" / "gpu-async-lsp-editor-deps"))
 VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp.vsix"
+# The platform-specific .vsix: the analysis's modules compiled for this platform (npm run
+# package:linux-x64; scripts/install-editor-test-deps builds it on Linux x86-64).
+PLATFORM_VSIX = ROOT / "editors" / "vscode" / "gpu-async-lsp-linux-x64.vsix"
+RELAY = Path(__file__).with_name("lsp_relay.py")
 DRIVER = Path(__file__).with_name("vscode_e2e.mjs")
 ARTIFACTS = ROOT / "tests" / "artifacts" / "vscode"
 # The README's pictures: copied from a run's screenshots when GPU_ASYNC_UPDATE_SCREENSHOTS=1
@@ -217,6 +223,73 @@ def test_vscode_vsix_is_self_contained(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=60, check=False)
         assert run.returncode == 1, run.stderr
         assert "pre-existing-wait" in {f["code"] for f in json.loads(run.stdout)}
+
+
+def _platform_vsix() -> Path:
+    """The linux-x64 .vsix, on Linux x86-64 (the platform this repository builds one for)."""
+    if (sys.platform, platform.machine()) != ("linux", "x86_64"):
+        pytest.skip("the platform-specific .vsix built here is linux-x64")
+    if not PLATFORM_VSIX.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"missing {PLATFORM_VSIX.relative_to(ROOT)}: run scripts/install-editor-test-deps")
+        pytest.skip(f"missing {PLATFORM_VSIX.relative_to(ROOT)}")
+    return PLATFORM_VSIX
+
+
+def _launch(python: Path, extension: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(python), "-I", str(extension / "bundled/tool/launch.py"), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_vscode_platform_vsix_runs_compiled_modules_else_python(tmp_path: Path) -> None:
+    """The linux-x64 .vsix is the universal one plus the analysis's modules compiled for the
+    CPython versions it was built with (a manifest of them), and says so to vsce. Unpacked, a
+    bare system Python runs them (the server's log says so) and gets what the checkout's
+    `check` gives; an interpreter with no build in it (a manifest naming other builds) runs
+    the Python modules, says so, and gets the same findings."""
+    vsix = _platform_vsix()
+    with zipfile.ZipFile(vsix) as z:
+        names = set(z.namelist())
+        z.extractall(tmp_path)
+    assert 'TargetPlatform="linux-x64"' in (tmp_path / "extension.vsixmanifest").read_text()
+    libs = tmp_path / "extension" / "bundled" / "libs"
+    ours = {p.relative_to(ROOT / "gpu_async_lsp"): p.read_bytes()
+            for p in (ROOT / "gpu_async_lsp").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    ours[Path("grammar/mlir.lark")] = (ROOT / "grammar" / "mlir.lark").read_bytes()
+    ours[Path("docs/codes.md")] = (ROOT / "docs" / "codes.md").read_bytes()
+    bundled = {p.relative_to(libs / "gpu_async_lsp"): p.read_bytes()
+               for p in (libs / "gpu_async_lsp").rglob("*") if p.is_file()}
+    assert bundled == ours, "the .vsix bundles another gpu_async_lsp: rebuild it"
+    manifest = (libs / "gpu_async_lsp_compiled" / "manifest.txt").read_text().splitlines()
+    assert manifest and all(f"extension/bundled/libs/gpu_async_lsp_compiled/{line.split()[2]}" in names
+                            for line in manifest)
+    assert not any(n.endswith(".pyc") or "/bin/" in n for n in names)
+
+    python = _bare_system_python()
+    sample = tmp_path / "blocked.mlir"
+    sample.write_text(BLOCKED.read_text())
+    expected = [{k: v for k, v in f.items() if k != "url"}  # (the docs are the bundle's)
+                for f in _check_json(BLOCKED.read_text(), str(sample))]
+    probe = "import sys; sys.path.insert(0, sys.argv[1]); from gpu_async_lsp import _compiled; print(_compiled.describe())"
+    said = subprocess.run([str(python), "-I", "-c", probe, str(libs)], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+    assert "modules compiled for cpython-3" in said, said
+    run = _launch(python, tmp_path / "extension", "check", "--output-format", "json", str(sample))
+    assert run.returncode == 1, run.stderr
+    assert [{k: v for k, v in f.items() if k != "url"} for f in json.loads(run.stdout)] == expected
+
+    # No build for this interpreter: the manifest names only builds of another Python.
+    other = [line.replace(".cpython-3", ".cpython-9") for line in manifest]
+    (libs / "gpu_async_lsp_compiled" / "manifest.txt").write_text("\n".join(other) + "\n")
+    said = subprocess.run([str(python), "-I", "-c", probe, str(libs)], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+    assert "as Python" in said and "built for cpython-9" in said, said
+    run = _launch(python, tmp_path / "extension", "check", "--output-format", "json", str(sample))
+    assert run.returncode == 1, run.stderr
+    assert [{k: v for k, v in f.items() if k != "url"} for f in json.loads(run.stdout)] == expected
+    serve = subprocess.run([str(python), "-I", str(tmp_path / "extension/bundled/tool/launch.py")],
+                           input="", capture_output=True, text=True, timeout=60, check=False)
+    assert "gpu-async-lsp: running the analysis as Python" in serve.stderr, serve.stderr
 
 
 def test_readme_pictures_are_the_screenshots_the_test_makes() -> None:
@@ -467,12 +540,14 @@ def _lens_config(sync_text: str, blocked_text: str, expected: str, func_name: st
 def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
                 settings: dict | None = None, path: str | None = None,
                 extra: dict | None = None,
-                files: dict[str, str] | None = None) -> tuple[Path, str]:
+                files: dict[str, str] | None = None,
+                vsix: Path | None = None) -> tuple[Path, str]:
     """Runs vscode_e2e.mjs with SCENARIO against a fresh code-server, with `settings` added to
     the user settings, `extra` to the driver's configuration and `files` (name: text) to the
     workspace folder; `path`: the PATH the editor (and so the extension) sees, after Node's
-    folder (default: this Python's folder first, then the test's PATH). Fails with its logs;
-    returns the workspace and the expected fix."""
+    folder (default: this Python's folder first, then the test's PATH); `vsix`: the extension
+    installed (default: the universal one). Fails with its logs; returns the workspace and the
+    expected fix."""
     found, missing = _requirements()
     if missing:
         message = (f"missing {', '.join(missing)}: run scripts/install-editor-test-deps")
@@ -540,7 +615,7 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
 
     install = subprocess.run(
         [str(found["code_server"]), "--extensions-dir", str(extensions),
-         "--user-data-dir", str(user_data), "--install-extension", str(found["vsix"])],
+         "--user-data-dir", str(user_data), "--install-extension", str(vsix or found["vsix"])],
         env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False)
     logs.append(f"--- install-extension (status {install.returncode})\n{install.stdout}{install.stderr}")
     assert install.returncode == 0, show_logs()
@@ -630,3 +705,71 @@ def _run_driver(tmp_path: Path, scenario: str, server_command: list[str],
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=10)
+
+
+# The first open of a big file, timed in the editor (rounds of each server, alternated).
+FIRST_OPEN_LINES = 50_000
+FIRST_OPEN_ROUNDS = int(os.environ.get("GPU_ASYNC_FIRST_OPEN_ROUNDS", "2"))
+FIRST_OPEN_REPORT = ARTIFACTS / "first-open.json"
+
+
+def test_vscode_first_open_of_a_big_file_against_mlir_lsp_server(tmp_path: Path) -> None:
+    """A 50k-line file of host code opened in VS Code, installed from each .vsix alone with a
+    bare system Python (the platform-specific one runs the compiled modules, the universal one
+    Python), and with mlir-lsp-server-22 as the server: from the editor's didOpen to the
+    server's first publishDiagnostics of it, as the relay between them times it. Reports the
+    times and the ratios (printed, and in tests/artifacts/vscode/first-open.json); asserts
+    that each server published, with the build it was meant to run, not how fast."""
+    python = _bare_system_python()
+    platform_vsix = _platform_vsix()
+    mlir_server = shutil.which("mlir-lsp-server-22")
+    if mlir_server is None:
+        if os.environ.get("CI"):
+            pytest.fail("mlir-lsp-server-22 not found (mlir-22-tools)")
+        pytest.skip("mlir-lsp-server-22 not found")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gen_host import generate
+
+    text = generate(FIRST_OPEN_LINES)
+    kinds = {"linux-x64 .vsix": platform_vsix, "universal .vsix": VSIX,
+             "mlir-lsp-server-22": VSIX}
+    times: dict[str, list[float]] = {k: [] for k in kinds}
+    order = list(kinds)
+    for r in range(FIRST_OPEN_ROUNDS):
+        for kind in (order if r % 2 == 0 else order[::-1]):
+            run = tmp_path / f"{kind.split()[0]}-{r}"
+            run.mkdir()
+            timing = run / "timing.jsonl"
+            relay = [str(python), "-I", str(RELAY), str(timing), "/big.mlir", "--"]
+            if kind == "mlir-lsp-server-22":
+                command, settings = [*relay[:-1], "--drop-stdio", "--", mlir_server], {}
+            else:
+                command = []
+                settings = {"gpuAsyncLsp.interpreter": [*relay, str(python)],
+                            "gpuAsyncLsp.importStrategy": "useBundled"}
+            _run_driver(run, "first-open", command, settings,
+                        path=f"{python.parent}{os.pathsep}/bin", files={"big.mlir": text},
+                        extra={"firstOpen": {"file": str(run / "workspace" / "big.mlir"),
+                                             "log": str(timing)}},
+                        vsix=kinds[kind])
+            events = [json.loads(line) for line in timing.read_text().splitlines()]
+            opened = [e for e in events if e["event"] == "open"]
+            published = [e for e in events if e["event"] == "published"]
+            assert len(opened) == 1 and len(published) == 1, events
+            times[kind].append(published[0]["time"] - opened[0]["time"])
+            log = (run / "extension-output.log").read_text()
+            if kind != "mlir-lsp-server-22":
+                assert "bundled/tool/launch.py" in log, log[-3000:]
+                built = "gpu-async-lsp: running the analysis's 16 modules compiled for cpython-3"
+                pure = "gpu-async-lsp: running the analysis as Python"
+                assert (built if kind.startswith("linux") else pure) in log, log[-3000:]
+    theirs = statistics.median(times["mlir-lsp-server-22"])
+    report = {kind: {"ms": [round(t * 1000, 1) for t in ts],
+                     "median_ms": round(statistics.median(ts) * 1000, 1),
+                     "ratio": round(statistics.median(ts) / theirs, 2)}
+              for kind, ts in times.items()}
+    FIRST_OPEN_REPORT.parent.mkdir(parents=True, exist_ok=True)
+    FIRST_OPEN_REPORT.write_text(json.dumps({"lines": FIRST_OPEN_LINES, **report}, indent=2))
+    print(f"first open of {FIRST_OPEN_LINES} lines in VS Code (didOpen -> publishDiagnostics):")
+    for kind, r in report.items():
+        print(f"  {kind:20} median {r['median_ms']:8.1f} ms ({r['ratio']:.2f}x)  {r['ms']}")

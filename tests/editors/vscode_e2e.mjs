@@ -30,9 +30,12 @@
 // The file applies: the blocked file's gpu.wait is no error, its lens offers the rewrite. The
 // user setting "original" wins over the file: the error and the blocked lens come back. The
 // user setting removed, the file applies again: the error goes.
+// With scenario "first-open": the workspace has a big file (firstOpen.file); it is opened, and
+// the driver waits until the relay between the editor and the server (lsp_relay.py) has logged
+// the server's first publishDiagnostics for it in firstOpen.log (the test reads the times).
 // CONFIG: {scenario, playwright, chromium, url, artifacts, settings, blocked, sync, expected,
 //          funcName, line, column, lens, quickFix?, launchFix?, llvm22?, expectedLlvm22?,
-//          toast?, setting?}
+//          toast?, setting?, firstOpen?}
 import { createRequire } from "module";
 import * as fs from "fs";
 import * as path from "path";
@@ -401,6 +404,15 @@ async function llvm22Semantics(page) {
   await shot(page, "llvm22-lens-saved");
 }
 
+async function firstOpen(page) {
+  const { file, log: timing } = config.firstOpen;
+  await openFile(page, path.basename(file));
+  await until("the server's first publishDiagnostics of the big file", async () =>
+    fs.existsSync(timing) && fs.readFileSync(timing, "utf8").includes('"published"'), 60000, 50);
+  log(`${path.basename(file)}: diagnostics published`);
+  await shot(page, "first-open");
+}
+
 async function configFile(page) {
   // The repository's file applies (no user setting): LLVM 22's semantics.
   const { s, waitProblem, lensLink } = await openBlockedUnderLlvm22(
@@ -441,6 +453,8 @@ try {
     await llvm22Semantics(page);
   } else if (config.scenario === "config-file") {
     await configFile(page);
+  } else if (config.scenario === "first-open") {
+    await firstOpen(page);
   } else {
 
   // Step 1: the pre-existing gpu.wait is an error in the Problems panel.
