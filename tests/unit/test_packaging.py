@@ -205,3 +205,24 @@ def test_syntax_exports_exist():
     import gpu_async_lsp.syntax as syntax
 
     assert all(hasattr(syntax, name) for name in _syntax_exports())
+
+
+def test_release_workflow_builds_every_platform_the_bundler_knows():
+    """.github/workflows/release-vscode.yml builds a .vsix for each vsce target that
+    editors/vscode/bundle.py can bundle compiled modules for, on a runner of that platform,
+    and the universal one."""
+    import importlib.util
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("vsix_bundle", root / "editors/vscode/bundle.py")
+    bundle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bundle)
+    workflow = yaml.safe_load((root / ".github/workflows/release-vscode.yml").read_text())
+    matrix = workflow["jobs"]["platform"]["strategy"]["matrix"]["include"]
+    assert sorted(m["target"] for m in matrix) == sorted(bundle.TARGETS.values())
+    for m in matrix:  # a runner of the target's OS and architecture
+        system = m["target"].split("-")[0]
+        assert m["os"].startswith({"linux": "ubuntu", "darwin": "macos", "win32": "windows"}[system])
+    assert "npm run package" in str(workflow["jobs"]["universal"]["steps"])
