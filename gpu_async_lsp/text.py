@@ -245,6 +245,29 @@ class LineIndex:
             return Position(line, col + extra[bisect.bisect_left(columns, col)])
         return Position(line, _units(self.text[start:col_end], encoding))
 
+    def line_columns(self, offsets, encoding: str = UTF16) -> list[tuple[int, int]]:
+        """(line, column) of each offset, as `position` gives them, without a Position each
+        (a publication places every unit that has findings: 2,229 at 50k lines of host code,
+        at each keystroke)."""
+        out = []
+        append = out.append
+        starts, text = self._starts, self.text
+        size, last = len(text), len(self._starts) - 1
+        for offset in offsets:
+            offset = 0 if offset < 0 else size if offset > size else offset
+            line = bisect.bisect_right(starts, offset) - 1
+            start = starts[line]
+            end = size if line >= last else self.line_end(line)
+            col_end = offset if offset < end else end
+            wide = self._wide_chars(line, encoding)
+            if wide is not None:
+                columns, extra = wide
+                col = col_end - start
+                append((line, col + extra[bisect.bisect_left(columns, col)]))
+            else:
+                append((line, _units(text[start:col_end], encoding)))
+        return out
+
     def offset(self, position: Position, encoding: str = UTF16) -> int:
         """Text offset of an LSP-style position; out-of-range values are clamped."""
         line = position.line

@@ -113,6 +113,33 @@ def test_positions_of_equals_the_line_index_on_random_texts():
             assert positions_of(text, offsets, encoding) == want, (text, offsets, encoding)
 
 
+def test_line_columns_equal_positions_on_random_texts_and_long_lines():
+    """LineIndex.line_columns (what a publication places units with) gives what position
+    gives, offset by offset, on short lines and on long ones (their wide-character tables),
+    in every encoding, for offsets in any order, repeated or out of range; also on an index
+    moved by an edit."""
+    import random
+
+    from gpu_async_lsp.text import ENCODINGS
+
+    rng = random.Random(2)
+    pool = ["a", " ", "\n", "\r\n", "\r", "é", "𝄞", "\x0b", "\u2028", "字"]
+    for trial in range(3000):
+        long_line = "é𝄞a" * rng.choice([0, 0, 200])  # > 512 characters: the wide tables
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))
+        text = text[:len(text) // 2] + long_line + text[len(text) // 2:]
+        offsets = [rng.randint(-2, len(text) + 2) for _ in range(rng.randint(0, 8))]
+        index = LineIndex(text)
+        if text and trial % 2:
+            at = rng.randint(0, len(text))
+            moved = text[:at] + "b" + text[at:]
+            index = index.edited(moved, at, at, at + 1)
+            text = moved
+        for encoding in ENCODINGS:
+            want = [(p.line, p.character) for p in (index.position(o, encoding) for o in offsets)]
+            assert index.line_columns(offsets, encoding) == want, (text, offsets, encoding)
+
+
 def _reference_apply(text: str, edits: list) -> str:
     """Edits applied one at a time from the last, in planned order among equal positions."""
     ordered = sorted(enumerate(edits), key=lambda ie: (ie[1].start, ie[1].end, ie[0]))
