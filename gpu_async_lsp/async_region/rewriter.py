@@ -174,6 +174,9 @@ class FunctionRewrite:
     # LLVM 22's threading makes depend on another chain: it serializes work the function
     # runs apart. Found by both walks (the one that does not plan tracks `_LIVE`).
     serialized: list[Op] = field(default_factory=list)
+    # A `gpu.wait` is among the ops the walk visited (a superset of those `stream_hazards`
+    # looks at): without one, no stream is destroyed, so there is no hazard to look for.
+    has_wait: bool = False
     # LLVM22_LOWERING: the rewrite's output lowers with LLVM 22's gpu-to-llvm (lowerable.py;
     # host_shared allocs stay synchronous, no op gets two dependencies, no stream is
     # destroyed twice); NO_LOWERING: exactly the pass's.
@@ -368,6 +371,7 @@ class ThreadTokenWalker:
             self.block(op, F.LAUNCH_NOT_OUTLINED, op_error(name, "replace with gpu.launch_func first"))
             return
         if name == "gpu.wait":
+            self.rw.has_wait = True
             if self.llvm22:
                 self.thread_into_wait(op)
             elif self.sync_only:
@@ -711,7 +715,7 @@ def _not_lowered(text: str, rw: FunctionRewrite, fixing: bool) -> list[Finding]:
     if plain is not None:
         return rewritten_findings(text, rw.func, rw.name, plain, None, rw.memory_ops)
     return [*lowering_as_written(text, rw.func, rw.name, rw.memory_ops),
-            *stream_hazards(rw.func, rw.name)]
+            *(stream_hazards(rw.func, rw.name) if rw.has_wait else ())]
 
 
 def fix_text(text: str, semantics: str = ORIGINAL, thread_launch: bool = False) -> str:

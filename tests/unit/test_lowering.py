@@ -164,3 +164,24 @@ def test_the_fix_of_llvm22_threading_destroys_no_stream_twice(tmp_path, capsys):
     main(["check", "--semantics", "llvm22", "--select", "stream-hazard", str(f)])
     again = [line for line in capsys.readouterr().out.splitlines() if "[stream-hazard]" in line]
     assert len(again) == 1 and "are on one stream, which it would synchronize and destroy twice" in again[0]
+
+
+@pytest.mark.parametrize("semantics", ["original", "llvm22", "sync-only"])
+def test_a_function_without_a_gpu_wait_has_no_stream_hazard(semantics):
+    """The analysis looks for stream hazards only in functions whose walk met a `gpu.wait`
+    (`FunctionRewrite.has_wait`): without one no stream is ever destroyed. Checked against
+    the full look (`stream_hazards`) on generated programs of both profiles, and the two
+    kinds of function are both there."""
+    from gpu_async_lsp.async_region.lowering import stream_hazards
+    from tests.differential.program_generator import generate_program
+    from tests.differential.program_generator_llvm22 import generate_llvm22_program
+
+    kinds = set()
+    for seed in range(150):
+        for generate in (generate_program, generate_llvm22_program):
+            a = analyze(generate(seed), semantics=semantics, lowering=LLVM22_LOWERING)
+            for rw in a.functions:
+                kinds.add(rw.has_wait)
+                if not rw.has_wait:
+                    assert stream_hazards(rw.func, rw.name) == [], (seed, rw.name)
+    assert kinds == {True, False}
