@@ -1,0 +1,87 @@
+"""The tokenizer's line match written for C (syntax/linescan.py) is LINE_RE: the same spans
+or the same no-match, at every line start of the corpora and of generated host code, and at
+every position of random text made of the characters the expression cares about. Both the
+build the package runs (compiled where the install has it) and the module run as Python."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from pathlib import Path
+
+import pytest
+
+from gpu_async_lsp.syntax import linescan
+from gpu_async_lsp.syntax.lexer import LINE_RE
+from tests.corpora import CORPORA, require_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _as_python():
+    spec = importlib.util.spec_from_file_location(
+        "linescan_as_python", ROOT / "gpu_async_lsp" / "syntax" / "linescan.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert not module.COMPILED
+    return module
+
+
+SCANNERS = {"package": linescan.line_spans, "python": _as_python().line_spans}
+
+
+def _expected(text: str, pos: int, end: int):
+    m = LINE_RE.match(text, pos, end)
+    return None if m is None else linescan.flat(m)
+
+
+def _check_all(scan, text: str, positions, end: int | None = None) -> int:
+    end = len(text) if end is None else end
+    n = 0
+    for pos in positions:
+        assert scan(text, pos, end) == _expected(text, pos, end), (text[pos:pos + 80], pos, end)
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("which", SCANNERS)
+def test_line_spans_are_line_re_at_every_line_of_generated_host_code(which):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gen_host import generate
+
+    text = generate(3000)
+    starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+    assert _check_all(SCANNERS[which], text, starts) == len(starts)
+    assert sum(LINE_RE.match(text, p) is not None for p in starts) > len(starts) // 2
+
+
+@pytest.mark.parametrize("which", SCANNERS)
+def test_line_spans_are_line_re_at_every_line_of_the_corpora(which):
+    texts = []
+    for corpus, (folder, _) in CORPORA.items():
+        require_corpus(corpus)
+        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    checked = 0
+    for text in texts:
+        starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+        checked += _check_all(SCANNERS[which], text, starts)
+        # and a bound inside the text, as a unit's end is
+        checked += _check_all(SCANNERS[which], text, starts[:50], end=len(text) // 2)
+    assert checked > 10_000
+
+
+_ALPHABET = ["%", "a", "Z", "_", "0", "7", "٣", "é", "字", "$", ".", "-", "=", ">", ":", ",",
+             " ", "\t", "\r", "\n", "/", "{", "}", '"', "(", "#", "\x0b", "²", "x.y", "%r",
+             "= ", " : 2", "//c\n", "{\r\n"]
+
+
+@pytest.mark.parametrize("which", SCANNERS)
+def test_line_spans_are_line_re_on_random_text(which):
+    rng = random.Random(5)
+    scan = SCANNERS[which]
+    for _ in range(6000):
+        text = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 24)))
+        end = rng.randint(0, len(text))
+        _check_all(scan, text, range(0, end + 1), end)
