@@ -74,7 +74,8 @@ def test_line_spans_are_line_re_at_every_line_of_the_corpora(which):
 
 _ALPHABET = ["%", "a", "Z", "_", "0", "7", "٣", "é", "字", "$", ".", "-", "=", ">", ":", ",",
              " ", "\t", "\r", "\n", "/", "{", "}", '"', "(", "#", "\x0b", "²", "x.y", "%r",
-             "= ", " : 2", "//c\n", "{\r\n"]
+             "= ", " : 2", "//c\n", "{\r\n", "\u00a0", "\u2028", "\x0c", "->", "return", "[",
+             ")", "%x = op"]
 
 
 @pytest.mark.parametrize("which", SCANNERS)
