@@ -24,6 +24,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 # rewrite's walk, the analysis of units, positions). Others gain nothing worth the build.
 MODULES = (
     "gpu_async_lsp.syntax.linescan",
+    "gpu_async_lsp.syntax.gpuscan",
     "gpu_async_lsp.syntax.lexer",
     "gpu_async_lsp.syntax.prelex",
     "gpu_async_lsp.syntax.parser",

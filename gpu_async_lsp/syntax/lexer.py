@@ -23,6 +23,8 @@ from typing import NamedTuple
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import KNOWN_OPS
 from gpu_async_lsp.syntax import gpu_formats
+from gpu_async_lsp.syntax.gpuscan import COMPILED as _GPU_SCAN_COMPILED
+from gpu_async_lsp.syntax.gpuscan import FORMAT_CODE, op_spans
 from gpu_async_lsp.syntax.linescan import COMPILED as _LINE_SCAN_COMPILED
 from gpu_async_lsp.syntax.linescan import line_spans
 from gpu_async_lsp.syntax.patterns import (
@@ -269,7 +271,9 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     # (linescan.py; a quarter of this loop's time was the expression), else by LINE_RE.
     line_match = LINE_RE.match
     scanned = _LINE_SCAN_COMPILED
-    whole_op_of = gpu_formats.WHOLE_OP.get
+    # A GPU op's format: the scan written for C where it is compiled (gpuscan.py), else the
+    # expression (gpu_formats.WHOLE_OP).
+    whole_op_of = FORMAT_CODE.get if _GPU_SCAN_COMPILED else gpu_formats.WHOLE_OP.get
     no_head_before = start  # a run of results read up to here ended in no op head
     pos = start
     fine = False  # inside an exactly modeled GPU op that did not match its format
@@ -384,15 +388,25 @@ _CLOSE_LINE_RE = regex_cache.compile(
 def _gpu_line(text, name_start, name_end, res_start, res_end, whole_op, end):
     """A GpuLineToken and the start of the next line if the op named at text[name_start:
     name_end] (results at [res_start, res_end), -1 without) matches its assembly format
-    (gpu_formats.WHOLE_OP), else None."""
-    g = whole_op.match(text, name_end, end)
-    if g is None:
-        return None
+    (`whole_op`: its gpu_formats.WHOLE_OP, or its gpuscan.FORMAT_CODE where the scan is
+    compiled), else None."""
+    if _GPU_SCAN_COMPILED:
+        spans = op_spans(text, whole_op, name_end, end)
+        if spans is None:
+            return None
+        line_end, async_start, deps_open, deps_close, ops_start, ops_end = spans
+    else:
+        g = whole_op.match(text, name_end, end)
+        if g is None:
+            return None
+        line_end, ops_end = g.end(), g.end("ops")
+        async_start, deps_open, deps_close, ops_start = (
+            g.start("async"), g.start("open"), g.end("close"), g.start("ops"))
     return tuple.__new__(GpuLineToken, (
-        "gpuline", res_start if res_start >= 0 else name_start, g.end("ops"),
+        "gpuline", res_start if res_start >= 0 else name_start, ops_end,
         text[name_start:name_end], True, name_start, name_end, res_start, res_end,
-        g.start("async"), g.start("open"), g.end("close"), g.start("ops"), False, 0,
-    )), g.end()
+        async_start, deps_open, deps_close, ops_start, False, 0,
+    )), line_end
 
 
 def _fine_line(text: str, pos: int, end: int, out: list, scan: re.Pattern):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_async_lsp.syntax import gpu_formats, parse_document
+from gpu_async_lsp.syntax import gpu_formats, lexer, parse_document
 from gpu_async_lsp.syntax.braces import OP_WORDS
 from gpu_async_lsp.syntax.lexer import tokenize_lines
 
@@ -96,6 +96,12 @@ def _facts(op, text: str):
     }
 
 
+def _no_fast_path(monkeypatch) -> None:
+    """The tokenizer finds no format: the expressions' (Python) nor the scan's (compiled)."""
+    monkeypatch.setattr(gpu_formats, "WHOLE_OP", {})
+    monkeypatch.setattr(lexer, "FORMAT_CODE", {})
+
+
 def test_every_format_has_samples():
     assert set(SAMPLES) == set(gpu_formats.EXACT_GPU_OPS)
     assert [f.name for f in gpu_formats.FORMATS] == list(gpu_formats.EXACT_GPU_OPS)
@@ -112,7 +118,7 @@ def test_fast_path_and_grammar_read_the_same_op(name, sample, monkeypatch):
     assert any(t.kind == "gpuline" and t.text == name for t in items), "fast path not taken"
     doc, fast = _op(text)
     assert not doc.errors, doc.errors
-    monkeypatch.setattr(gpu_formats, "WHOLE_OP", {})  # every op token by token
+    _no_fast_path(monkeypatch)  # every op token by token
     items = tokenize_lines(text, 0, len(text), OP_WORDS)
     assert not any(t.kind == "gpuline" for t in items)
     doc, slow = _op(text)
@@ -127,7 +133,7 @@ def test_both_paths_reject_a_broken_format(sample, monkeypatch):
     items = tokenize_lines(text, 0, len(text), OP_WORDS)
     assert not any(t.kind == "gpuline" for t in items)
     assert parse_document(text).errors
-    monkeypatch.setattr(gpu_formats, "WHOLE_OP", {})
+    _no_fast_path(monkeypatch)
     assert parse_document(text).errors
 
 

@@ -1,0 +1,516 @@
+# cython: boundscheck=False, wraparound=False
+"""Syntax layer: the fast path of the exactly modeled GPU ops (`gpu_formats.WHOLE_OP`) written
+for C.
+
+`op_spans(text, code, pos, end)` is what `WHOLE_OP[name].match(text, pos, end)` finds, read
+character by character (`code`: FORMAT_CODE[name]): the async clause, the operands of the
+op's assembly format, the end of its line, and no next line that goes on with the op. Its C
+types are declared in gpuscan.pxd (an augmenting .pxd: this file stays plain Python, as the
+install without Cython runs it), and only the compiled build uses it (`COMPILED`): the
+tokenizer run as Python matches the regular expressions, which is faster than these loops
+run by the interpreter. tests/unit/test_gpuscan.py holds both builds to the expressions on
+the corpora, generated host code and random text.
+
+The expressions are possessive or atomic almost everywhere, so a greedy reading finds what
+they find; the one place they backtrack is a launch_func's kernel symbol (`[\\w$.\\-]+`
+gives characters back when `blocks` or `clusters` follows inside the name), read here the
+same way (`_launch`). `\\w` and `\\d` are Unicode's, as `re` reads them in a str pattern.
+"""
+
+from __future__ import annotations
+
+try:
+    import cython
+
+    COMPILED = cython.compiled
+except ImportError:  # no Cython: Python
+    COMPILED = False
+
+WAIT, ALLOC, DEALLOC, MEMCPY, MEMSET, LAUNCH_FUNC = range(6)
+# Op name -> its format's code (the names of gpu_formats.FORMATS).
+FORMAT_CODE = {"gpu.wait": WAIT, "gpu.alloc": ALLOC, "gpu.dealloc": DEALLOC,
+               "gpu.memcpy": MEMCPY, "gpu.memset": MEMSET, "gpu.launch_func": LAUNCH_FUNC}
+_GOES_ON_WORDS = ("loc", "args", "blocks", "threads", "clusters", "dynamic_shared_memory_size")
+
+
+def op_spans(text: str, code: int, pos: int, end: int):
+    """What WHOLE_OP's match at `pos` (just after the op's name) finds, flat: (match end,
+    `async` start, `[` offset, just after `]`, operands start, operands end), -1 for a group
+    that took no part (`flat`); or None."""
+    if end > len(text):
+        end = len(text)
+    if pos < 0 or pos > end:
+        return None
+    # custom<AsyncDependencies>: `async` (a word of its own), then `[%a, %b]`, each optional.
+    async_start = -1
+    deps_open = -1
+    deps_close = -1
+    i = _blanks(text, pos, end)
+    if (_starts(text, i, end, "async") and not (i > 0 and _word(text[i - 1]))
+            and not (i + 5 < end and _word(text[i + 5]))):
+        async_start = i
+        pos = i + 5
+    i = _blanks(text, pos, end)
+    if i < end and text[i] == "[":
+        j = _blanks(text, i + 1, end)
+        k = _values(text, j, end)
+        if k >= 0:
+            j = _blanks(text, k, end)
+        if j < end and text[j] == "]":
+            deps_open = i
+            deps_close = j + 1
+            pos = j + 1
+    if code == WAIT:
+        ops_end = pos
+    elif code == ALLOC:
+        ops_end = _alloc(text, pos, end)
+    elif code == DEALLOC:
+        ops_end = _dealloc(text, pos, end)
+    elif code == MEMCPY or code == MEMSET:
+        ops_end = _copy(text, pos, end)
+    elif code == LAUNCH_FUNC:
+        ops_end = _launch(text, pos, end)
+    else:
+        return None
+    if ops_end < 0:
+        return None
+    line_end = _eol(text, ops_end, end)
+    if line_end < 0 or _goes_on(text, line_end, end):
+        return None
+    return (line_end, async_start, deps_open, deps_close, pos, ops_end)
+
+
+def flat(m) -> tuple:
+    """A WHOLE_OP match as `op_spans` gives it."""
+    return (m.end(), m.start("async"), m.start("open"), m.end("close"), m.start("ops"),
+            m.end("ops"))
+
+
+# -- the formats: each returns the end of the operands (the end of the line follows), or -1 ----
+
+
+def _alloc(text: str, i: int, end: int) -> int:
+    """`host_shared`? `(%sizes)` `[%symbols]`? `:` type."""
+    j = _blanks(text, i, end)
+    if _starts(text, j, end, "host_shared"):
+        i = j + 11
+    i = _blanks(text, i, end)
+    if not (i < end and text[i] == "("):
+        return -1
+    i = _blanks(text, i + 1, end)
+    k = _values(text, i, end)
+    if k >= 0:
+        i = _blanks(text, k, end)
+    if not (i < end and text[i] == ")"):
+        return -1
+    i += 1
+    j = _blanks(text, i, end)
+    if j < end and text[j] == "[":
+        k = _values(text, _blanks(text, j + 1, end), end)
+        if k >= 0:
+            k = _blanks(text, k, end)
+            if k < end and text[k] == "]":
+                i = k + 1
+    return _colon_type(text, i, end)
+
+
+def _dealloc(text: str, i: int, end: int) -> int:
+    """`%memref` `:` type."""
+    i = _value(text, _blanks(text, i, end), end)
+    if i < 0:
+        return -1
+    return _colon_type(text, i, end)
+
+
+def _copy(text: str, i: int, end: int) -> int:
+    """`%a, %b : type, type` (gpu.memcpy and gpu.memset)."""
+    i = _value(text, _blanks(text, i, end), end)
+    if i < 0:
+        return -1
+    i = _comma(text, i, end)
+    if i < 0:
+        return -1
+    i = _value(text, _blanks(text, i, end), end)
+    if i < 0:
+        return -1
+    i = _colon_type(text, i, end)
+    if i < 0:
+        return -1
+    i = _comma(text, i, end)
+    if i < 0:
+        return -1
+    return _type(text, _blanks(text, i, end), end)
+
+
+def _launch(text: str, i: int, end: int) -> int:
+    """`<%stream : type>`? @kernel `clusters in (...)`? `blocks in (...)` `threads in (...)`
+    (`:` type)? (`dynamic_shared_memory_size` %v)? (`args(%v : type, ...)`)?, the parts
+    after the first on lines of their own or not.
+
+    The kernel symbol's last name gives characters back, as `[\\w$.\\-]+` does, when the rest
+    does not follow its longest reading: the rest is tried again where `blocks` or `clusters`
+    starts inside a name of the symbol, from the last name's end backwards."""
+    j = _blanks(text, i, end)
+    if j < end and text[j] == "<":
+        k = _value(text, _blanks(text, j + 1, end), end)
+        if k >= 0:
+            k = _colon_type(text, k, end)
+            if k >= 0:
+                k = _blanks(text, k, end)
+                if k < end and text[k] == ">":
+                    i = k + 1
+    i = _nl(text, i, end)
+    if not (i < end and text[i] == "@"):
+        return -1
+    # The symbol's longest reading: `@name` or `@"string"`, then `::@...` as often as it goes.
+    k = _symbol_part(text, i, end)
+    if k < 0:
+        return -1
+    names = [(i, k)]  # each part's `@` and end
+    while _starts(text, k, end, "::@"):
+        j = _symbol_part(text, k + 2, end)
+        if j < 0:
+            break
+        names.append((k + 2, j))
+        k = j
+    done = _launch_rest(text, k, end)
+    if done >= 0:
+        return done
+    # Shorter readings, as the expression backtracks: a position inside a name (never in a
+    # string), the last part's first and from its end backwards, where the rest can start
+    # only with `blocks` or `clusters` (no blank can come between).
+    for at, part_end in reversed(names):
+        if text[at + 1] == '"':
+            continue
+        j = part_end - 1
+        while j > at + 1:
+            if _starts(text, j, end, "blocks") or _starts(text, j, end, "clusters"):
+                done = _launch_rest(text, j, end)
+                if done >= 0:
+                    return done
+            j -= 1
+    return -1
+
+
+def _launch_rest(text: str, i: int, end: int) -> int:
+    """What follows the kernel symbol, to the end of the operands, or -1."""
+    j = _nl(text, i, end)
+    if _starts(text, j, end, "clusters"):
+        k = _dims_after(text, j + 8, end)
+        if k >= 0:
+            i = k
+    i = _nl(text, i, end)
+    if not _starts(text, i, end, "blocks"):
+        return -1
+    i = _dims_after(text, i + 6, end)
+    if i < 0:
+        return -1
+    i = _nl(text, i, end)
+    if not _starts(text, i, end, "threads"):
+        return -1
+    i = _dims_after(text, i + 7, end)
+    if i < 0:
+        return -1
+    k = _colon_type(text, i, end)
+    if k >= 0:
+        i = k
+    j = _nl(text, i, end)
+    if _starts(text, j, end, "dynamic_shared_memory_size"):
+        k = _value(text, _blanks(text, j + 26, end), end)
+        if k >= 0:
+            i = k
+    j = _nl(text, i, end)
+    if _starts(text, j, end, "args"):
+        k = _args(text, j + 4, end)
+        if k >= 0:
+            i = k
+    return i if _eol(text, i, end) >= 0 else -1
+
+
+def _args(text: str, i: int, end: int) -> int:
+    """After `args`: `(%v : type, %w : type)` (each `, %w` may follow a line break)."""
+    i = _blanks(text, i, end)
+    if not (i < end and text[i] == "("):
+        return -1
+    i = _blanks(text, i + 1, end)
+    k = _value(text, i, end)
+    if k >= 0:
+        k = _colon_type(text, k, end)
+    if k >= 0:
+        i = k
+        while True:
+            j = _blanks(text, i, end)
+            if not (j < end and text[j] == ","):
+                break
+            j = _value(text, _nl(text, j + 1, end), end)
+            if j < 0:
+                break
+            j = _colon_type(text, j, end)
+            if j < 0:
+                break
+            i = j
+        i = _blanks(text, i, end)
+    if i < end and text[i] == ")":
+        return i + 1
+    return -1
+
+
+def _dims_after(text: str, i: int, end: int) -> int:
+    """After `blocks`, `threads` or `clusters`: `in (%x, %y, %z)`."""
+    i = _blanks(text, i, end)
+    if not _starts(text, i, end, "in"):
+        return -1
+    i = _blanks(text, i + 2, end)
+    if not (i < end and text[i] == "("):
+        return -1
+    i = _value(text, _blanks(text, i + 1, end), end)
+    if i < 0:
+        return -1
+    i = _comma(text, i, end)
+    if i < 0:
+        return -1
+    i = _value(text, _blanks(text, i, end), end)
+    if i < 0:
+        return -1
+    i = _comma(text, i, end)
+    if i < 0:
+        return -1
+    i = _value(text, _blanks(text, i, end), end)
+    if i < 0:
+        return -1
+    i = _blanks(text, i, end)
+    if i < end and text[i] == ")":
+        return i + 1
+    return -1
+
+
+# -- pieces ---------------------------------------------------------------------------------------
+
+
+def _colon_type(text: str, i: int, end: int) -> int:
+    """Blanks, `:`, blanks, a type."""
+    i = _blanks(text, i, end)
+    if not (i < end and text[i] == ":"):
+        return -1
+    return _type(text, _blanks(text, i + 1, end), end)
+
+
+def _comma(text: str, i: int, end: int) -> int:
+    """Blanks and `,`: just after it."""
+    i = _blanks(text, i, end)
+    return i + 1 if i < end and text[i] == "," else -1
+
+
+def _type(text: str, i: int, end: int) -> int:
+    """`!?[A-Za-z_][\\w$.]*+` and a `<...>` body nested up to 4 levels, if one closes."""
+    if i < end and text[i] == "!":
+        i += 1
+    if i >= end:
+        return -1
+    c = text[i]
+    if not (c == "_" or ("A" <= c <= "Z") or ("a" <= c <= "z")):
+        return -1
+    i += 1
+    while i < end:
+        c = text[i]
+        if not (_word(c) or c == "$" or c == "."):
+            break
+        i += 1
+    if i < end and text[i] == "<":
+        k = _angle(text, i, end, 3)
+        if k >= 0:
+            return k
+    return i
+
+
+def _angle(text: str, i: int, end: int, depth: int) -> int:
+    """patterns.angle_body(depth) at text[i] (a `<`): skips `->`, `>=`, `<=` and strings,
+    nests `<...>` while depth is left. Just after its `>`, or -1."""
+    i += 1
+    while True:
+        while i < end:
+            c = text[i]
+            if c == "<" or c == ">" or c == '"' or c == "-":
+                break
+            i += 1
+        if i >= end:
+            return -1
+        c = text[i]
+        if c == "-":
+            i += 2 if i + 1 < end and text[i + 1] == ">" else 1
+        elif c == ">":
+            if i + 1 < end and text[i + 1] == "=":
+                i += 2
+            else:
+                return i + 1
+        elif c == "<":
+            if i + 1 < end and text[i + 1] == "=":
+                i += 2
+            elif depth > 0:
+                i = _angle(text, i, end, depth - 1)
+                if i < 0:
+                    return -1
+            else:
+                return -1
+        else:
+            i = _string(text, i, end)
+            if i < 0:
+                return -1
+
+
+def _string(text: str, i: int, end: int) -> int:
+    """patterns.STRING at text[i] (a `"`): just after its closing `"`, or -1."""
+    i += 1
+    while i < end:
+        c = text[i]
+        if c == '"':
+            return i + 1
+        if c == "\n":
+            return -1
+        if c == "\\":
+            if i + 1 < end and text[i + 1] != "\n":
+                i += 2
+                continue
+            return -1
+        i += 1
+    return -1
+
+
+def _symbol_part(text: str, i: int, end: int) -> int:
+    """`@name` or `@"string"` at text[i]: its end, or -1."""
+    if not (i < end and text[i] == "@"):
+        return -1
+    i += 1
+    if i < end and text[i] == '"':
+        return _string(text, i, end)
+    k = i
+    while k < end and _is_symbol_char(text[k]):
+        k += 1
+    return k if k > i else -1
+
+
+def _values(text: str, i: int, end: int) -> int:
+    """`%a, %b` (one or more): just after the last, or -1."""
+    i = _value(text, i, end)
+    if i < 0:
+        return -1
+    while True:
+        j = _blanks(text, i, end)
+        if not (j < end and text[j] == ","):
+            return i
+        j = _value(text, _blanks(text, j + 1, end), end)
+        if j < 0:
+            return i
+        i = j
+
+
+def _value(text: str, i: int, end: int) -> int:
+    """An SSA use `%[\\w$.\\-]++(?:#\\d++)?+` at text[i]: its end, or -1."""
+    if not (i < end and text[i] == "%"):
+        return -1
+    k = i + 1
+    while k < end and _is_symbol_char(text[k]):
+        k += 1
+    if k == i + 1:
+        return -1
+    if k + 1 < end and text[k] == "#" and _digit(text[k + 1]):
+        k += 2
+        while k < end and _digit(text[k]):
+            k += 1
+    return k
+
+
+def _eol(text: str, i: int, end: int) -> int:
+    """Blanks, a `//` comment, the line break (`\\r?\\n`) or the end: just after it, or -1."""
+    i = _blanks(text, i, end)
+    if i + 1 < end and text[i] == "/" and text[i + 1] == "/":
+        while i < end and text[i] != "\n":
+            i += 1
+    if i >= end:
+        return i
+    if text[i] == "\r" and i + 1 < end and text[i + 1] == "\n":
+        return i + 2
+    return i + 1 if text[i] == "\n" else -1
+
+
+def _goes_on(text: str, i: int, end: int) -> bool:
+    """gpu_formats._GOES_ON: after blank and comment lines, a line that starts with what the
+    format may still hold (`[`, `{`, `:`, `(`, `<`, `loc`, a launch_func part)."""
+    while True:
+        j = _blanks(text, i, end)
+        if j + 1 < end and text[j] == "/" and text[j + 1] == "/":
+            while j < end and text[j] != "\n":
+                j += 1
+        if j < end and text[j] == "\r" and j + 1 < end and text[j + 1] == "\n":
+            i = j + 2
+        elif j < end and text[j] == "\n":
+            i = j + 1
+        else:
+            break
+    i = _blanks(text, i, end)
+    if i >= end:
+        return False
+    c = text[i]
+    if c == "[" or c == "{" or c == ":" or c == "(" or c == "<":
+        return True
+    if not (c == "l" or c == "a" or c == "b" or c == "t" or c == "c" or c == "d"):
+        return False
+    for word in _GOES_ON_WORDS:
+        if _starts(text, i, end, word):
+            k = i + len(word)
+            return not (k < end and _word(text[k]))
+    return False
+
+
+def _nl(text: str, i: int, end: int) -> int:
+    """Blanks, and at most one line break with the blanks after it."""
+    i = _blanks(text, i, end)
+    if i < end and text[i] == "\r" and i + 1 < end and text[i + 1] == "\n":
+        return _blanks(text, i + 2, end)
+    if i < end and text[i] == "\n":
+        return _blanks(text, i + 1, end)
+    return i
+
+
+def _blanks(text: str, i: int, end: int) -> int:
+    while i < end:
+        c = text[i]
+        if c != " " and c != "\t":
+            break
+        i += 1
+    return i
+
+
+def _starts(text: str, i: int, end: int, word: str) -> bool:
+    """Does text[i:end] start with `word` (ASCII)?"""
+    n = len(word)
+    if i + n > end:
+        return False
+    k = 0
+    while k < n:
+        if text[i + k] != word[k]:
+            return False
+        k += 1
+    return True
+
+
+def _word(c) -> bool:
+    """`\\w`: a Unicode letter or digit, or `_` (ASCII first: the Unicode tables are slow)."""
+    if c <= "\x7f":
+        return ("a" <= c <= "z") or ("A" <= c <= "Z") or ("0" <= c <= "9") or c == "_"
+    return c.isalnum()
+
+
+def _is_symbol_char(c) -> bool:
+    """`[\\w$.\\-]`."""
+    if c <= "\x7f":
+        return (("a" <= c <= "z") or ("A" <= c <= "Z") or ("0" <= c <= "9") or c == "_"
+                or c == "$" or c == "." or c == "-")
+    return c.isalnum()
+
+
+def _digit(c) -> bool:
+    """`\\d`: a Unicode decimal digit."""
+    if c <= "\x7f":
+        return "0" <= c <= "9"
+    return c.isdecimal()
