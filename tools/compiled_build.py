@@ -41,6 +41,7 @@ MODULES = (
     "gpu_async_lsp.ide.units",
     "gpu_async_lsp.ide.sharing",
     "gpu_async_lsp.text",
+    "gpu_async_lsp.op_tables",
 )
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from gpu_async_lsp import op_tables
 from gpu_async_lsp.op_tables import (
     DEFAULT_DIALECT,
     KNOWN_OPS,
@@ -105,7 +104,10 @@ def test_op_tables_unknown_op_has_effects():
 
 
 def test_op_tables_module_imports_only_future():
-    tree = ast.parse(Path(op_tables.__file__).read_text())
+    # the source (op_tables.__file__ is its compiled build where the install has one)
+    import gpu_async_lsp
+
+    tree = ast.parse((Path(gpu_async_lsp.__file__).parent / "op_tables.py").read_text())
     imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert [getattr(n, "module", None) for n in imports] == ["__future__"]
 
