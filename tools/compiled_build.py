@@ -42,6 +42,8 @@ MODULES = (
     "gpu_async_lsp.ide.sharing",
     "gpu_async_lsp.text",
     "gpu_async_lsp.op_tables",
+    "gpu_async_lsp.server.convert",
+    "gpu_async_lsp.server.responses",
 )
 
 
