@@ -9,6 +9,8 @@ cdef Py_ssize_t WAIT, ALLOC, DEALLOC, MEMCPY, MEMSET, LAUNCH_FUNC
                i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, ops_end=Py_ssize_t,
                line_end=Py_ssize_t)
 cpdef op_spans(str text, Py_ssize_t code, Py_ssize_t pos, Py_ssize_t end)
+@cython.locals(i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, c=Py_UCS4, dotted=bint)
+cpdef bint next_line_starts_op(str text, Py_ssize_t pos, Py_ssize_t end, op_words) except -1
 
 @cython.locals(j=Py_ssize_t, k=Py_ssize_t)
 cdef Py_ssize_t _alloc(str text, Py_ssize_t i, Py_ssize_t end) noexcept
@@ -36,8 +38,12 @@ cdef Py_ssize_t _symbol_part(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 cdef Py_ssize_t _values(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 @cython.locals(k=Py_ssize_t)
 cdef Py_ssize_t _value(str text, Py_ssize_t i, Py_ssize_t end) noexcept
+@cython.locals(k=Py_ssize_t)
+cdef Py_ssize_t _value_name(str text, Py_ssize_t i, Py_ssize_t end) noexcept
+@cython.locals(j=Py_ssize_t)
+cdef Py_ssize_t _blank_lines(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 cdef Py_ssize_t _eol(str text, Py_ssize_t i, Py_ssize_t end) noexcept
-@cython.locals(j=Py_ssize_t, k=Py_ssize_t, c=Py_UCS4, word=str)
+@cython.locals(k=Py_ssize_t, c=Py_UCS4, word=str)
 cdef bint _goes_on(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 cdef Py_ssize_t _nl(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 @cython.locals(c=Py_UCS4)

@@ -80,6 +80,80 @@ def op_spans(text: str, code: int, pos: int, end: int):
     return (line_end, async_start, deps_open, deps_close, pos, ops_end)
 
 
+def next_line_starts_op(text: str, pos: int, end: int, op_words) -> bool:
+    """What lexer._next_line_starts_op reads with _NEXT_OP_START_RE: after blank and comment
+    lines, does the line at `pos` start something new (a result list and its `=`, a dotted
+    name or one of `op_words`, a generic op's name, `}`, `^`, `{-#`, an alias, the end)?"""
+    if end > len(text):
+        end = len(text)
+    if pos < 0 or pos > end:
+        return False
+    i = _blank_lines(text, pos, end)
+    if i >= end:
+        return True
+    c = text[i]
+    if c == "%":
+        while True:  # results `%a:2`, joined by `,`
+            k = _value_name(text, i, end)
+            if k < 0:
+                return False
+            j = _blanks(text, k, end)
+            if j < end and text[j] == ":":
+                j = _blanks(text, j + 1, end)
+                if j < end and _digit(text[j]):
+                    while j < end and _digit(text[j]):
+                        j += 1
+                    k = j
+            j = _blanks(text, k, end)
+            if j < end and text[j] == ",":
+                j = _blanks(text, j + 1, end)
+                if j < end and text[j] == "%" and _value_name(text, j, end) >= 0:
+                    i = j
+                    continue
+            j = _blanks(text, k, end)
+            return j < end and text[j] == "=" and not (
+                j + 1 < end and (text[j + 1] == "=" or text[j + 1] == ">"))
+    if c == "_" or ("A" <= c <= "Z") or ("a" <= c <= "z"):
+        k = i + 1
+        dotted = False
+        while k < end:
+            c = text[k]
+            if c == ".":
+                dotted = True
+            elif not (_word(c) or c == "$"):
+                break
+            k += 1
+        return dotted or text[i:k] in op_words
+    if c == '"':  # a generic op's name: a dot before the string closes on its line
+        dotted = False
+        k = i + 1
+        while k < end:
+            c = text[k]
+            if c == '"':
+                return dotted
+            if c == "\n":
+                return False
+            if c == ".":
+                dotted = True
+            k += 1
+        return False
+    if c == "}" or c == "^":
+        return True
+    if c == "{":
+        return _starts(text, i, end, "{-#")
+    if c == "#" or c == "!":
+        k = i + 1
+        if not (k < end and (text[k] == "_" or ("A" <= text[k] <= "Z")
+                             or ("a" <= text[k] <= "z"))):
+            return False
+        k += 1
+        while k < end and (_word(text[k]) or text[k] == "$" or text[k] == "."):
+            k += 1
+        k = _blanks(text, k, end)
+        return k < end and text[k] == "="
+    return False
+
+
 def flat(m) -> tuple:
     """A WHOLE_OP match as `op_spans` gives it."""
     return (m.end(), m.start("async"), m.start("open"), m.end("close"), m.start("ops"),
@@ -406,18 +480,39 @@ def _values(text: str, i: int, end: int) -> int:
 
 def _value(text: str, i: int, end: int) -> int:
     """An SSA use `%[\\w$.\\-]++(?:#\\d++)?+` at text[i]: its end, or -1."""
-    if not (i < end and text[i] == "%"):
-        return -1
-    k = i + 1
-    while k < end and _is_symbol_char(text[k]):
-        k += 1
-    if k == i + 1:
+    k = _value_name(text, i, end)
+    if k < 0:
         return -1
     if k + 1 < end and text[k] == "#" and _digit(text[k + 1]):
         k += 2
         while k < end and _digit(text[k]):
             k += 1
     return k
+
+
+def _value_name(text: str, i: int, end: int) -> int:
+    """An SSA name `%[\\w$.\\-]++` at text[i]: its end, or -1."""
+    if not (i < end and text[i] == "%"):
+        return -1
+    k = i + 1
+    while k < end and _is_symbol_char(text[k]):
+        k += 1
+    return k if k > i + 1 else -1
+
+
+def _blank_lines(text: str, i: int, end: int) -> int:
+    """Blank and comment-only lines (each whole, with its line break), then blanks."""
+    while True:
+        j = _blanks(text, i, end)
+        if j + 1 < end and text[j] == "/" and text[j + 1] == "/":
+            while j < end and text[j] != "\n":
+                j += 1
+        if j < end and text[j] == "\r" and j + 1 < end and text[j + 1] == "\n":
+            i = j + 2
+        elif j < end and text[j] == "\n":
+            i = j + 1
+        else:
+            return _blanks(text, i, end)
 
 
 def _eol(text: str, i: int, end: int) -> int:
@@ -436,18 +531,7 @@ def _eol(text: str, i: int, end: int) -> int:
 def _goes_on(text: str, i: int, end: int) -> bool:
     """gpu_formats._GOES_ON: after blank and comment lines, a line that starts with what the
     format may still hold (`[`, `{`, `:`, `(`, `<`, `loc`, a launch_func part)."""
-    while True:
-        j = _blanks(text, i, end)
-        if j + 1 < end and text[j] == "/" and text[j + 1] == "/":
-            while j < end and text[j] != "\n":
-                j += 1
-        if j < end and text[j] == "\r" and j + 1 < end and text[j + 1] == "\n":
-            i = j + 2
-        elif j < end and text[j] == "\n":
-            i = j + 1
-        else:
-            break
-    i = _blanks(text, i, end)
+    i = _blank_lines(text, i, end)
     if i >= end:
         return False
     c = text[i]

@@ -146,3 +146,61 @@ def test_op_spans_are_whole_op_on_random_pieces(which):
         name = rng.choice(list(_SHAPES))
         for pos in range(0, end + 1):
             _check(scan, name, text, pos, end)
+
+
+# --- where a line starts something new (lexer._next_line_starts_op's expression) ------------
+
+from gpu_async_lsp.syntax.braces import OP_WORDS  # noqa: E402
+from gpu_async_lsp.syntax.lexer import _NEXT_OP_START_RE  # noqa: E402
+
+STARTS = {"package": gpuscan.next_line_starts_op, "python": _as_python().next_line_starts_op}
+
+
+def _expected_start(text: str, pos: int, end: int) -> bool:
+    m = _NEXT_OP_START_RE.match(text, pos, end)
+    if m is None:
+        return False
+    word = m.group("word")
+    return word is None or "." in word or word in OP_WORDS
+
+
+def _check_starts(which: str, text: str, positions, end: int) -> int:
+    n = 0
+    for pos in positions:
+        got = STARTS[which](text, pos, end, OP_WORDS)
+        assert got == _expected_start(text, pos, end), (text[pos:pos + 80], pos, end)
+        n += got
+    return n
+
+
+@pytest.mark.parametrize("which", STARTS)
+def test_next_line_starts_op_is_the_expression_at_every_line_of_the_corpora(which):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gen_host import generate
+
+    texts = [generate(2000)]
+    for corpus, (folder, _) in CORPORA.items():
+        require_corpus(corpus)
+        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    starts = 0
+    for text in texts:
+        lines = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+        starts += _check_starts(which, text, lines, len(text))
+        _check_starts(which, text, lines[:40], len(text) // 2)
+    assert starts > 10_000
+
+
+_START_PIECES = ["%a", "%b:2", " : 3", ":", ",", " ", "\t", "=", "==", "=>", "\n", "\r\n", "//c\n",
+                 "func.call", "return", "yield", "x", "_", "é", "٣", "$", ".", '"d.op"', '"s"',
+                 '"', "}", "^bb1", "{-#", "{", "#map", "!t", " = ", "-", "%", "\\", "\u2028"]
+
+
+@pytest.mark.parametrize("which", STARTS)
+def test_next_line_starts_op_is_the_expression_on_random_text(which):
+    rng = random.Random(31)
+    for _ in range(5000):
+        text = "".join(rng.choice(_START_PIECES) for _ in range(rng.randint(0, 12)))
+        end = rng.randint(0, len(text))
+        _check_starts(which, text, range(0, end + 1), end)
