@@ -15,7 +15,8 @@ from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleS
 
 PACKAGE = "gpu_async_lsp_compiled"
 PURE_ENV = "GPU_ASYNC_LSP_PURE_PYTHON"
-# The build's manifest: a line per module, "module crc32-of-its-source built-file" (no json,
+# The build's manifest: a line per module, "module crc32-of-its-source built-file" (its source:
+# `source_of`; no json,
 # pathlib or hashlib here: `check`'s start imports nothing it does not use).
 MANIFEST = "manifest.txt"
 
@@ -26,6 +27,18 @@ _found: set[str] = set()  # the extension suffixes the manifest has builds for
 
 def source_crc(data: bytes) -> str:
     return f"{zlib.crc32(data):08x}"
+
+
+def source_of(path: str) -> bytes:
+    """What a module's build is made from: its .py, and the augmenting .pxd beside it (its
+    C types in the build), if it has one."""
+    with open(path, "rb") as f:
+        data = f.read()
+    pxd = path[:-3] + ".pxd"
+    if os.path.isfile(pxd):
+        with open(pxd, "rb") as f:
+            data += b"\0" + f.read()
+    return data
 
 
 class _Finder:
@@ -62,8 +75,7 @@ def install() -> None:
             module, crc, file = line.split()
             source = os.path.join(here, *module.split(".")) + ".py"
             built = os.path.join(root, *file.split("/"))
-            with open(source, "rb") as f:
-                same = source_crc(f.read()) == crc
+            same = source_crc(source_of(source)) == crc
             # Built for this Python and platform: named with its full tag (a build copied
             # from another Python or platform is left alone).
             _found.add(file.split(".", 1)[-1])

@@ -90,7 +90,8 @@ def build(root: Path, work: Path) -> dict[str, Path]:
         built = Path(command.get_ext_fullpath(module))
         relative = built.relative_to(work / "lib").as_posix()
         out[f"{PACKAGE}/{relative}"] = built
-        lines.append(f"{module} {source_crc(source_of(root, module).read_bytes())} {relative}")
+        source = _loader.source_of(str(source_of(root, module)))  # with its .pxd
+        lines.append(f"{module} {source_crc(source)} {relative}")
     (work / MANIFEST).write_text("\n".join(lines) + "\n", "utf-8")
     out[f"{PACKAGE}/{MANIFEST}"] = work / MANIFEST
     return out

@@ -108,14 +108,19 @@ def test_compiled_and_python_make_the_same_ir_findings_and_fixes():
     assert compiled == python
 
 
-def _fake_install(tmp_path: Path, edited: bool, suffix: str | None = None) -> str:
-    """A package with one module and a build manifest of it, in a folder of its own."""
+def _fake_install(tmp_path: Path, edited: bool, suffix: str | None = None,
+                  pxd: tuple[bytes, bytes] | None = None) -> str:
+    """A package with one module and a build manifest of it, in a folder of its own; with
+    `pxd`, the module has a .pxd: (the one it was built with, the one there now)."""
     pkg = tmp_path / "gpu_async_lsp"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "_compiled.py").write_text((ROOT / "gpu_async_lsp" / "_compiled.py").read_text())
     source = b"VALUE = 'python'\n"
     (pkg / "mod.py").write_bytes(source + (b"# edited\n" if edited else b""))
+    if pxd is not None:
+        (pkg / "mod.pxd").write_bytes(pxd[1])
+        source += b"\0" + pxd[0]
     built = tmp_path / _compiled.PACKAGE / "gpu_async_lsp"
     built.mkdir(parents=True)
     name = "mod" + (suffix or EXTENSION_SUFFIXES[0])
@@ -134,6 +139,13 @@ def test_a_build_is_used_only_while_its_source_is_the_one_it_was_built_from(tmp_
     """An edited module of an editable install runs as Python, not as its stale build."""
     assert _fake_install(tmp_path / "same", edited=False) == "['gpu_async_lsp.mod']"
     assert _fake_install(tmp_path / "edited", edited=True) == "[]"
+
+
+def test_a_build_is_used_only_while_its_pxd_is_the_one_it_was_built_with(tmp_path):
+    """A module's augmenting .pxd (its C types) counts with its source."""
+    types = b"cdef class C:\n    cdef public int x\n"
+    assert _fake_install(tmp_path / "same", False, pxd=(types, types)) == "['gpu_async_lsp.mod']"
+    assert _fake_install(tmp_path / "edited", False, pxd=(types, types + b"# x\n")) == "[]"
 
 
 def test_an_unreadable_manifest_leaves_python_running(tmp_path):
