@@ -30,33 +30,42 @@ class GpuSyntax:
         self.deps = ()
 
 
-@dataclass(slots=True, eq=False, init=False)
+# Op's fields, in order (`Op.__slots__`; the IR dumps of the tests read them).
+OP_FIELDS = ("name", "name_start", "name_end", "start", "end", "generic", "results",
+             "results_end", "explicit_uses", "explicit_symbols", "spans", "src", "symbol_name",
+             "regions", "gpu", "result_types")
+
+
 class Op:
     """One operation. `name` is fully qualified (`func.return` for `return` in a func.func).
-    Its __init__ is written out: the generated one calls a factory per list (five), and a
-    50k-line file makes 31k ops (a third less time per op). Its sequences start as the empty
-    tuple, shared, and the parser sets a list where there is something: most ops have no
-    region, no symbol and no use read token by token, and five empty lists per op were 7 MB
-    of a 50k-line file's first analysis (6% of its time, most of it faulting memory in)."""
+    Its sequences start as the empty tuple, shared, and the parser sets a list where there is
+    something: most ops have no region, no symbol and no use read token by token, and five
+    empty lists per op were 7 MB of a 50k-line file's first analysis (6% of its time, most of
+    it faulting memory in). A plain class with slots, compared by identity, not a dataclass:
+    the compiled build makes it an extension type with C fields (ir.pxd), as a first open
+    of 50k lines makes 31k ops and setting 16 slots through the type was most of their
+    cost (a dataclass's class is rebuilt at import, which an extension type cannot be)."""
+
+    __slots__ = OP_FIELDS
 
     name: str
     name_start: int
     name_end: int
     start: int  # first byte: first result, or the op name
-    end: int = 0  # just after the last token of the op (regions included)
-    generic: bool = False  # written as `"dialect.op"(...)`
-    results: list[ValueRef] | tuple = ()
-    results_end: int | None = None  # just after the last result (before ` =`)
+    end: int  # just after the last token of the op (regions included); 0 until known
+    generic: bool  # written as `"dialect.op"(...)`
+    results: list[ValueRef] | tuple
+    results_end: int | None  # just after the last result (before ` =`)
     # References read token by token (GPU ops), and the runs of text merged into BODY tokens,
     # whose references are read from `src` only when asked for (most never are).
-    explicit_uses: list[ValueRef] | tuple = ()
-    explicit_symbols: list[SymbolRef] | tuple = ()
-    spans: list[tuple[int, int]] | tuple = ()
-    src: str = ""
-    symbol_name: SymbolRef | None = None  # `@f` of `func.func @f`, `gpu.module @m`, ...
-    regions: list[Region] | tuple = ()
-    gpu: GpuSyntax | None = None
-    result_types: list[str] | None = None  # generic form: types after `->`, as written
+    explicit_uses: list[ValueRef] | tuple
+    explicit_symbols: list[SymbolRef] | tuple
+    spans: list[tuple[int, int]] | tuple
+    src: str
+    symbol_name: SymbolRef | None  # `@f` of `func.func @f`, `gpu.module @m`, ...
+    regions: list[Region] | tuple
+    gpu: GpuSyntax | None
+    result_types: list[str] | None  # generic form: types after `->`, as written
 
     def __init__(self, name: str, name_start: int, name_end: int, start: int, end: int = 0):
         self.name = name
@@ -75,6 +84,9 @@ class Op:
         self.regions = ()
         self.gpu = None
         self.result_types = None
+
+    def __repr__(self) -> str:
+        return f"Op({self.name!r}, start={self.start}, end={self.end})"
 
     def _references(self, explicit: list, read) -> list:
         """References read token by token plus those `read` finds in the merged text runs,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpu_async_lsp.syntax import parser
+from gpu_async_lsp.syntax.ir import OP_FIELDS, Op
 from gpu_async_lsp.syntax.lexer import tokenize_lines
 from gpu_async_lsp.syntax.parser import OP_WORDS, TOP_LEVEL_DIALECT, split_document
 from gpu_async_lsp.syntax.prelex import PrelexError, prelex
@@ -23,6 +24,8 @@ def dump(x):
     """Every field of the IR, recursively (tokens by type and span)."""
     if isinstance(x, list | tuple):
         return [dump(v) for v in x]
+    if isinstance(x, Op):
+        return ("Op", [(name, dump(getattr(x, name))) for name in OP_FIELDS if name != "src"])
     if dataclasses.is_dataclass(x):
         return (type(x).__name__,
                 [(f.name, dump(getattr(x, f.name))) for f in dataclasses.fields(x)

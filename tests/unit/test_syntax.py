@@ -157,24 +157,42 @@ def test_leaf_shares_skip_chunks_whole_and_parse_each_chunk_once():
 
 def test_written_out_inits_give_every_field_its_declared_default():
     """Op's and GpuSyntax's __init__ are written out (speed): a field added to the class must
-    be set there, to its declared default, and lists must not be shared between objects
-    (their sequences start as the shared empty tuple: the parser sets a list of its own)."""
+    be set there, to its declared default (Op's: OP_FIELDS, empty or None but `end`), and
+    lists must not be shared between objects (their sequences start as the shared empty
+    tuple: the parser sets a list of its own)."""
     import dataclasses
 
-    from gpu_async_lsp.syntax.ir import GpuSyntax, Op
+    from gpu_async_lsp.syntax.ir import OP_FIELDS, GpuSyntax, Op
 
     a, b = Op("t.op", 1, 2, 0, 9), Op("t.op", 1, 2, 0)
     assert (a.name, a.name_start, a.name_end, a.start, a.end, b.end) == ("t.op", 1, 2, 0, 9, 0)
-    for (x, y), given in (((a, b), ("name", "name_start", "name_end", "start", "end")),
-                          ((GpuSyntax(), GpuSyntax()), ())):
-        for f in dataclasses.fields(x):
-            if f.name in given:
-                continue
-            want = (f.default_factory() if f.default_factory is not dataclasses.MISSING
-                    else f.default)
-            assert getattr(x, f.name) == want, f.name
-            if isinstance(want, list):
-                assert getattr(x, f.name) is not getattr(y, f.name), f.name
+    assert Op.__slots__ == OP_FIELDS and len(set(OP_FIELDS)) == len(OP_FIELDS)
+    op_defaults = {"generic": False, "results_end": None, "src": "", "symbol_name": None,
+                   "gpu": None, "result_types": None, "results": (), "explicit_uses": (),
+                   "explicit_symbols": (), "spans": (), "regions": ()}
+    assert set(op_defaults) | {"name", "name_start", "name_end", "start", "end"} == set(
+        OP_FIELDS)
+    for name, want in op_defaults.items():
+        assert getattr(a, name) == want and getattr(b, name) == want, name
+    for f in dataclasses.fields(GpuSyntax):
+        x, y = GpuSyntax(), GpuSyntax()
+        want = (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                else f.default)
+        assert getattr(x, f.name) == want, f.name
+        if isinstance(want, list):
+            assert getattr(x, f.name) is not getattr(y, f.name), f.name
+
+
+def test_an_op_takes_no_field_it_does_not_declare():
+    """Op has slots (as Python) or C fields (compiled): a misspelt field fails, in both."""
+    import pytest
+
+    from gpu_async_lsp.syntax.ir import Op
+
+    op = Op("t.op", 1, 2, 0, 9)
+    with pytest.raises(AttributeError):
+        op.regoins = []
+    assert repr(op) == "Op('t.op', start=0, end=9)" and op != Op("t.op", 1, 2, 0, 9)
 
 
 def test_text_edit_is_a_frozen_value_whatever_its_init():
