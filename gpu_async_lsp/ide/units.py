@@ -88,7 +88,7 @@ class DeferredEdits:
         return self._plan().variants()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class FunctionInfo:
     """What the code actions need of one host function, at absolute offsets (`delta` from
     the unit's offsets, which its `plan` has)."""
@@ -105,6 +105,28 @@ class FunctionInfo:
     blocker_spans: tuple[tuple[int, int], ...] = ()  # every blocker, in text order
     blocker_codes: tuple[str, ...] = ()  # of each blocker
     delta: int = 0  # from the unit's offsets to these
+
+    def __init__(self, name: str, start: int, end: int, anchor: tuple[int, int], sync_ops: int,
+                 rewritable: bool, first_blocker: str | None,
+                 plan: FunctionEdits | DeferredEdits,
+                 blocker_span: tuple[int, int] | None = None,
+                 blocker_spans: tuple[tuple[int, int], ...] = (),
+                 blocker_codes: tuple[str, ...] = (), delta: int = 0):
+        # Into the instance's dict, as Finding's (one per host function of a first open; the
+        # generated frozen __init__ sets each of the 12 fields through object.__setattr__).
+        d = self.__dict__
+        d["name"] = name
+        d["start"] = start
+        d["end"] = end
+        d["anchor"] = anchor
+        d["sync_ops"] = sync_ops
+        d["rewritable"] = rewritable
+        d["first_blocker"] = first_blocker
+        d["plan"] = plan
+        d["blocker_span"] = blocker_span
+        d["blocker_spans"] = blocker_spans
+        d["blocker_codes"] = blocker_codes
+        d["delta"] = delta
 
     @property
     def edits(self) -> tuple[TextEdit, ...]:

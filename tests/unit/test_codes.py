@@ -181,3 +181,28 @@ def test_finding_is_a_frozen_value_whatever_its_init():
     assert hash(f) == hash(F.Finding("not-lowered", "m", 3, 5, F.Severity.WARNING, (r,), "@f"))
     assert pickle.loads(pickle.dumps(f)) == f
     assert dataclasses.replace(f, severity=F.Severity.ERROR).severity == F.Severity.ERROR
+
+
+def test_function_info_is_a_frozen_value_whatever_its_init():
+    """FunctionInfo's __init__ writes its fields directly too: frozen, compared without its
+    plan, replaced and pickled by its fields, with their defaults."""
+    import dataclasses
+    import pickle
+
+    from gpu_async_lsp.ide.units import FunctionInfo
+
+    names = [f.name for f in dataclasses.fields(FunctionInfo)]
+    assert names == ["name", "start", "end", "anchor", "sync_ops", "rewritable",
+                     "first_blocker", "plan", "blocker_span", "blocker_spans", "blocker_codes",
+                     "delta"]
+    fn = FunctionInfo("@f", 0, 9, (1, 3), 2, True, None, None)
+    assert vars(fn) == {"name": "@f", "start": 0, "end": 9, "anchor": (1, 3), "sync_ops": 2,
+                        "rewritable": True, "first_blocker": None, "plan": None,
+                        "blocker_span": None, "blocker_spans": (), "blocker_codes": (),
+                        "delta": 0}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fn.start = 1
+    moved = dataclasses.replace(fn, start=5, delta=5)
+    assert (moved.start, moved.delta, moved.anchor) == (5, 5, (1, 3))
+    assert fn == FunctionInfo("@f", 0, 9, (1, 3), 2, True, None, "another plan")
+    assert pickle.loads(pickle.dumps(fn)) == fn
