@@ -102,7 +102,8 @@ def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[t
     its length once. Linear in the text and the number of offsets."""
     if "\r" in text and text.count("\r") != text.count("\r\n"):  # a lone "\r" ends a line
         index = LineIndex(text)
-        return [(p.line, p.character) for p in (index.position(o, encoding) for o in offsets)]
+        places = [index.position(o, encoding) for o in offsets]
+        return [(p.line, p.character) for p in places]
     ascii_text = encoding == UTF32 or text.isascii()
     n = len(text)
     if len(offsets) <= _FEW_OFFSETS:  # a unit's finding or two (each diagnostic of a first
