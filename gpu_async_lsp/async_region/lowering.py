@@ -132,9 +132,21 @@ def problem(op: Op, text: str, is_async: bool, deps: int) -> str | None:
 
 
 def finding(op: Op, why: str, function: str | None = None) -> Finding:
-    return Finding(F.NOT_LOWERED,
-                   f"'{op.name}' op is not lowered by LLVM 22's gpu-to-llvm: {why}",
-                   op.name_start, op.name_end, Severity.WARNING, function=function)
+    key = (op.name, why)
+    message = _MESSAGES.get(key)
+    if message is None:
+        message = f"'{op.name}' op is not lowered by LLVM 22's gpu-to-llvm: {why}"
+        if len(_MESSAGES) < 4096:
+            _MESSAGES[key] = message
+    return Finding(F.NOT_LOWERED, message, op.name_start, op.name_end, Severity.WARNING,
+                   function=function)
+
+
+# The message of each (op, reason), one string each: a first open of 50k lines of host code
+# makes 10k of these findings with a handful of messages, which the forked process's pickles
+# (the pickler keeps one copy of an object, not of equal strings) and the diagnostics repeat.
+# Bounded: a reason may name a type or layout of the text.
+_MESSAGES: dict[tuple[str, str], str] = {}
 
 
 def as_written(text: str, func: Op, name: str | None = None,
