@@ -328,3 +328,9 @@ class Finding:
         d["severity"] = severity
         d["related"] = related
         d["function"] = function
+
+    def __reduce__(self):
+        # Its fields as the arguments of __init__ (a forked process sends thousands): no
+        # state dictionary to build and read back per finding.
+        return (Finding, (self.code, self.message, self.start, self.end, self.severity,
+                          self.related, self.function))

@@ -128,6 +128,12 @@ class FunctionInfo:
         d["blocker_codes"] = blocker_codes
         d["delta"] = delta
 
+    def __reduce__(self):  # as Finding's: the fields as __init__'s arguments
+        return (FunctionInfo, (self.name, self.start, self.end, self.anchor, self.sync_ops,
+                               self.rewritable, self.first_blocker, self.plan,
+                               self.blocker_span, self.blocker_spans, self.blocker_codes,
+                               self.delta))
+
     @property
     def edits(self) -> tuple[TextEdit, ...]:
         """The rewrite's edits (empty unless rewritable)."""
