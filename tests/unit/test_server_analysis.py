@@ -617,6 +617,31 @@ def test_a_mid_size_first_analysis_leaves_the_collector_nothing_to_traverse():
         gc.unfreeze()
 
 
+def test_the_highlighting_warm_up_gives_way_to_another_analysis():
+    """The semantic tokens made while nothing else is to do stop at the next unit when
+    `stop` says another analysis waits (a document opened meanwhile, this one reopened:
+    they waited behind the warm-up of a whole big file); without it, every unit is made."""
+    from gpu_async_lsp.server.documents import DocState
+    from gpu_async_lsp.server.server import GpuAsyncServer
+
+    text = generate(300)
+    state = DocState("file:///warm.mlir")
+    result = Analyzer().analyze(text, 1)
+    state.analysis = result
+    key = ("semantic-tokens", "utf-16")
+    asked = []
+
+    def stop_after_three() -> bool:
+        asked.append(1)
+        return len(asked) > 3
+
+    GpuAsyncServer._warm_semantic_tokens(state, result, "utf-16", stop_after_three)
+    made = [key in u.result.memo for u in result.units]
+    assert len(result.units) > 10 and made == [True] * 3 + [False] * (len(made) - 3)
+    GpuAsyncServer._warm_semantic_tokens(state, result, "utf-16")
+    assert all(key in u.result.memo for u in result.units)
+
+
 def _split_input_text(chunks: int = 400) -> str:
     """A big text of many `// -----` chunks, as a -split-input-file test is: host functions
     that repeat from chunk to chunk, device code, a unit with a syntax error, a module whose
