@@ -26,6 +26,7 @@ cdef Py_ssize_t _args(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 cdef Py_ssize_t _dims_after(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 cdef Py_ssize_t _colon_type(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 cdef Py_ssize_t _comma(str text, Py_ssize_t i, Py_ssize_t end) noexcept
+cdef Py_ssize_t _next_value(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 @cython.locals(c=Py_UCS4, k=Py_ssize_t)
 cdef Py_ssize_t _type(str text, Py_ssize_t i, Py_ssize_t end) noexcept
 @cython.locals(c=Py_UCS4)

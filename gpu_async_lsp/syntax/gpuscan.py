@@ -201,10 +201,7 @@ def _copy(text: str, i: int, end: int) -> int:
     i = _value(text, _blanks(text, i, end), end)
     if i < 0:
         return -1
-    i = _comma(text, i, end)
-    if i < 0:
-        return -1
-    i = _value(text, _blanks(text, i, end), end)
+    i = _next_value(text, i, end)
     if i < 0:
         return -1
     i = _colon_type(text, i, end)
@@ -340,16 +337,10 @@ def _dims_after(text: str, i: int, end: int) -> int:
     i = _value(text, _blanks(text, i + 1, end), end)
     if i < 0:
         return -1
-    i = _comma(text, i, end)
+    i = _next_value(text, i, end)
     if i < 0:
         return -1
-    i = _value(text, _blanks(text, i, end), end)
-    if i < 0:
-        return -1
-    i = _comma(text, i, end)
-    if i < 0:
-        return -1
-    i = _value(text, _blanks(text, i, end), end)
+    i = _next_value(text, i, end)
     if i < 0:
         return -1
     i = _blanks(text, i, end)
@@ -373,6 +364,14 @@ def _comma(text: str, i: int, end: int) -> int:
     """Blanks and `,`: just after it."""
     i = _blanks(text, i, end)
     return i + 1 if i < end and text[i] == "," else -1
+
+
+def _next_value(text: str, i: int, end: int) -> int:
+    """Blanks, `,`, blanks and an SSA use: just after it, or -1."""
+    i = _comma(text, i, end)
+    if i < 0:
+        return -1
+    return _value(text, _blanks(text, i, end), end)
 
 
 def _type(text: str, i: int, end: int) -> int:

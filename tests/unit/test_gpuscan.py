@@ -5,7 +5,6 @@ build the package runs (compiled where the install has it) and the module run as
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
 from pathlib import Path
@@ -15,20 +14,13 @@ import pytest
 from gpu_async_lsp.syntax import gpuscan
 from gpu_async_lsp.syntax.gpu_formats import FORMATS, WHOLE_OP
 from tests.corpora import CORPORA, require_corpus
+from tests.python_twin import as_python
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _as_python():
-    spec = importlib.util.spec_from_file_location(
-        "gpuscan_as_python", ROOT / "gpu_async_lsp" / "syntax" / "gpuscan.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert not module.COMPILED
-    return module
-
-
-SCANNERS = {"package": gpuscan.op_spans, "python": _as_python().op_spans}
+PYTHON = as_python("gpu_async_lsp/syntax/gpuscan.py")  # the same module, run as Python
+SCANNERS = {"package": gpuscan.op_spans, "python": PYTHON.op_spans}
 _NAME = re.compile(r"gpu\.(?:wait|alloc|dealloc|memcpy|memset|launch_func)(?![\w$.])")
 
 
@@ -153,7 +145,7 @@ def test_op_spans_are_whole_op_on_random_pieces(which):
 from gpu_async_lsp.syntax.braces import OP_WORDS  # noqa: E402
 from gpu_async_lsp.syntax.lexer import _NEXT_OP_START_RE  # noqa: E402
 
-STARTS = {"package": gpuscan.next_line_starts_op, "python": _as_python().next_line_starts_op}
+STARTS = {"package": gpuscan.next_line_starts_op, "python": PYTHON.next_line_starts_op}
 
 
 def _expected_start(text: str, pos: int, end: int) -> bool:

@@ -5,7 +5,6 @@ build the package runs (compiled where the install has it) and the module run as
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from pathlib import Path
 
@@ -14,20 +13,13 @@ import pytest
 from gpu_async_lsp.syntax import linescan
 from gpu_async_lsp.syntax.lexer import LINE_RE
 from tests.corpora import CORPORA, require_corpus
+from tests.python_twin import as_python
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _as_python():
-    spec = importlib.util.spec_from_file_location(
-        "linescan_as_python", ROOT / "gpu_async_lsp" / "syntax" / "linescan.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert not module.COMPILED
-    return module
-
-
-SCANNERS = {"package": linescan.line_spans, "python": _as_python().line_spans}
+PYTHON = as_python("gpu_async_lsp/syntax/linescan.py")  # the same module, run as Python
+SCANNERS = {"package": linescan.line_spans, "python": PYTHON.line_spans}
 
 
 def _expected(text: str, pos: int, end: int):
