@@ -1,0 +1,15 @@
+# The C types of parser.py in its Cython build (tools/compiled_build.py): an augmenting .pxd,
+# so that the .py stays plain Python. The top-down reader of plain units keeps its place in the
+# token list as C integers and calls its rules as C methods (one or more per op).
+
+cdef class _PlainParser:
+    cdef public list tokens
+    cdef public Py_ssize_t n
+    cdef public Py_ssize_t at
+
+    cpdef start(self)
+    cpdef ops_until(self, list items, str stop, int depth)
+    cpdef bint take(self, str kind, list into) except -1
+    cpdef expect(self, str kind, list into)
+    cpdef op(self, int depth)
+    cpdef region(self, int depth)
