@@ -15,9 +15,9 @@ from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleS
 
 PACKAGE = "gpu_async_lsp_compiled"
 PURE_ENV = "GPU_ASYNC_LSP_PURE_PYTHON"
-# The build's manifest: a line per module, "module crc32-of-its-source built-file" (its source:
-# `source_of`; no json,
-# pathlib or hashlib here: `check`'s start imports nothing it does not use).
+# The build's manifest: a line per module, "module crc32-of-its-source built-file", its source
+# as `source_of` reads it (no json, pathlib or hashlib here: `check`'s start imports nothing it
+# does not use).
 MANIFEST = "manifest.txt"
 
 loaded: dict[str, str] = {}  # module -> the built file it was loaded from
