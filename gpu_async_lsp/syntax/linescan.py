@@ -1,12 +1,13 @@
 # cython: annotation_typing=True, boundscheck=False, wraparound=False
-"""Syntax layer: the line match of the tokenizer (`lexer.LINE_RE`) written for C.
+"""Syntax layer: the lexer's scans of a line and of braces, written for C.
 
 `line_spans(text, pos, end)` is what `LINE_RE.match(text, pos, end)` finds (None where it does
-not match), read character by character. It is typed for Cython (the annotations of this module
-are C types in its build, tools/compiled_build.py) and used only by that build
-(`COMPILED`): the tokenizer of the Python modules runs the regular expression, which is
-faster than this loop run by the interpreter. tests/unit/test_linescan.py holds both to the
-expression on the corpora, generated host code and random lines.
+not match), read character by character; `brace_scan(text, start, end)` is what the splitter's
+brace expressions find (`lexer._braces`). Both are typed for Cython (the annotations of this
+module are C types in its build, tools/compiled_build.py) and used only by that build
+(`COMPILED`): the lexer of the Python modules runs the regular expressions, which are faster
+than these loops run by the interpreter. tests/unit/test_linescan.py holds both to the
+expressions on the corpora, generated host code and random text.
 
 Matched (as LINE_RE, from patterns.py):
   blank and comment-only lines, blanks;
@@ -153,3 +154,77 @@ def flat(m) -> tuple:
     (_, line_end), (res_start, res_end), (name_start, name_end), (rest_start, rest_end), \
         (brace, _) = m.regs
     return (line_end, res_start, res_end, name_start, name_end, rest_start, rest_end, brace)
+
+
+def brace_scan(text: str, start: cython.Py_ssize_t, end: cython.Py_ssize_t):
+    """The braces of text[start:end] outside comments, strings and file metadata, as
+    `lexer._braces` finds them with its expressions: (deltas, offsets), +1 for each `{` and -1
+    for each `}`, and where each stands. As those expressions read them: a comment is `//` to
+    the line's end; a string is `"` to the next `"` unescaped, `\\` escaping any character
+    and an unescaped line break leaving it open; metadata is `{-#` to the first `#-}`. A `"`
+    that opens no closed string runs to where that open string stops (OPEN_STRING), and no
+    `"` before there opens a string (braces and comments in between still count); a `{-#`
+    that no `#-}` closes is a brace, and no metadata is looked for after it."""
+    i: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    skip: cython.Py_ssize_t
+    string_end: cython.Py_ssize_t = -1
+    strings: cython.bint = True
+    metadata: cython.bint = True
+    c: cython.Py_UCS4
+    deltas: list = []
+    offsets: list = []
+    if end > len(text):
+        end = len(text)
+    if start < 0:
+        start = 0
+    # One pass over the characters (the build reads them from the string's own buffer); what
+    # a comment, string or metadata runs over is skipped by index (`skip`: the next to read).
+    i = start - 1
+    skip = start
+    for c in text[start:end]:
+        i += 1
+        if i < skip or (c != "{" and c != "}" and c != "/" and c != '"'):
+            continue
+        if c == "{":
+            if metadata and i + 2 < end and text[i + 1] == "-" and text[i + 2] == "#":
+                k = text.find("#-}", i + 3, end)
+                if k >= 0:
+                    skip = k + 3
+                    continue
+                metadata = False  # never closed: a brace, and no metadata after it
+            deltas.append(1)
+            offsets.append(i)
+        elif c == "}":
+            deltas.append(-1)
+            offsets.append(i)
+        elif c == "/":
+            if i + 1 < end and text[i + 1] == "/":
+                k = text.find("\n", i, end)
+                skip = end if k < 0 else k
+        elif strings or i >= string_end:  # a `"` (one before string_end opens nothing)
+            strings = True
+            k = _string_stop(text, i, end)
+            if k < end and text[k] == '"':
+                skip = k + 1  # a closed string
+            else:
+                strings = False  # open: no `"` before where it stops opens a string
+                string_end = k
+    return deltas, offsets
+
+
+def _string_stop(text: str, i: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """Where the string whose `"` is at `i` stops: its closing `"`, or where it stops open (an
+    unescaped line break, a `\\` at `end`, or `end`)."""
+    k: cython.Py_ssize_t = i + 1
+    c: cython.Py_UCS4
+    while k < end:
+        c = text[k]
+        if c == '"' or c == "\n":
+            return k
+        if c == "\\":
+            if k + 1 >= end:
+                return k
+            k += 1
+        k += 1
+    return end

@@ -26,9 +26,11 @@ import pytest
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.suppression import NO_CONTEXT
 from gpu_async_lsp.syntax import Chunk, Document, Op, parse_document
+from gpu_async_lsp.syntax import linescan
 from gpu_async_lsp.syntax import navigation as nav
 from gpu_async_lsp.syntax.parser import iter_units, parse_unit, split_document
 from gpu_async_lsp.text import UTF16, LineIndex
+from tests.python_twin import as_python
 
 LIMIT = 8  # t(4n) / t(n): linear is about 4, quadratic 16
 RUNS = 3
@@ -557,3 +559,35 @@ def test_not_lowered_liveness_is_linear_in_the_ops_of_a_function():
         assert [f.code for f in found] == ["sync-gpu-ops"]  # every alloc is dead: none left
         assert_linear(lambda text: analyze(parse_document(text), lowering=LLVM22_LOWERING),
                       shape, 1500)
+
+
+# --- the brace scan written for C ------------------------------------------------------------
+
+_LINESCAN_TWIN = as_python("gpu_async_lsp/syntax/linescan.py")
+# The scan and how often it runs on one input, so that its n case takes some 20 ms: compiled,
+# it reads 600k characters in about a millisecond.
+_BRACE_SCANS = {
+    "package": (linescan.brace_scan, 20 if linescan.COMPILED else 1),
+    "python": (_LINESCAN_TWIN.brace_scan, 1),
+}
+
+
+@pytest.mark.parametrize("which", _BRACE_SCANS)
+@pytest.mark.parametrize("shape", ["escaped-quotes", "unclosed-metadata", "comments"])
+def test_brace_scan_linear(which, shape):
+    """The shapes that made a plain brace scan quadratic (a string that does not close, then
+    many escaped quotes: each would be read as a string to the line's end; `{-#` that nothing
+    closes, on many lines), and comment lines."""
+    scan, times = _BRACE_SCANS[which]
+    n = 200_000 if which == "package" and linescan.COMPILED else 150_000
+    make = {
+        "escaped-quotes": lambda k: '"' + '\\" ' * k + "}\n",
+        "unclosed-metadata": lambda k: "%v = test.op {-# : i32 }\n" * (k // 8),
+        "comments": lambda k: '// "{ x\n' * (k // 3),
+    }[shape]
+
+    def run(text: str) -> None:
+        for _ in range(times):
+            scan(text, 0, len(text))
+
+    assert_linear(run, make, n)

@@ -1,7 +1,9 @@
-"""The tokenizer's line match written for C (syntax/linescan.py) is LINE_RE: the same spans
-or the same no-match, at every line start of the corpora and of generated host code, and at
-every position of random text made of the characters the expression cares about. Both the
-build the package runs (compiled where the install has it) and the module run as Python."""
+"""The lexer's scans written for C (syntax/linescan.py) are its expressions: the line match is
+LINE_RE (the same spans or the same no-match) at every line start of the corpora and of
+generated host code and at every position of random text made of the characters the expression
+cares about; the brace scan finds the braces the splitter's expressions find (`braces_matched`)
+on the same texts and random ones. Both the build the package runs (compiled where the install
+has it) and the module run as Python."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpu_async_lsp.syntax import linescan
-from gpu_async_lsp.syntax.lexer import LINE_RE
+from gpu_async_lsp.syntax.lexer import LINE_RE, braces_matched
 from tests.corpora import CORPORA, require_corpus
 from tests.python_twin import as_python
 
@@ -78,3 +80,46 @@ def test_line_spans_are_line_re_on_random_text(which):
         text = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 24)))
         end = rng.randint(0, len(text))
         _check_all(scan, text, range(0, end + 1), end)
+
+
+# -- the brace scan -------------------------------------------------------------------------------
+
+BRACE_SCANNERS = {"package": linescan.brace_scan, "python": PYTHON.brace_scan}
+
+
+@pytest.mark.parametrize("which", BRACE_SCANNERS)
+def test_brace_scan_is_the_brace_expressions_on_the_corpora_and_generated_code(which):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gen_host import generate
+
+    texts = [generate(3000)]
+    for corpus, (folder, _) in CORPORA.items():
+        require_corpus(corpus)
+        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    scan = BRACE_SCANNERS[which]
+    braces = 0
+    for text in texts:
+        expected = braces_matched(text, 0, len(text))
+        assert scan(text, 0, len(text)) == expected
+        braces += len(expected[0])
+        # from a unit's start to a bound inside the text, as the splitter scans a chunk
+        lo, hi = len(text) // 3, 2 * len(text) // 3
+        assert scan(text, lo, hi) == braces_matched(text, lo, hi)
+    assert braces > 5_000
+
+
+_BRACE_ALPHABET = ["{", "}", '"', "\\", "/", "//", "\n", "\r\n", "a", " ", "{-#", "#-}", "#",
+                   "-", "é", "字", '"x"', '\\"', "\\\n", '{"', "\u2028", "%v = op {", "}\n"]
+
+
+@pytest.mark.parametrize("which", BRACE_SCANNERS)
+def test_brace_scan_is_the_brace_expressions_on_random_text(which):
+    rng = random.Random(11)
+    scan = BRACE_SCANNERS[which]
+    for _ in range(20_000):
+        text = "".join(rng.choice(_BRACE_ALPHABET) for _ in range(rng.randint(0, 30)))
+        start = rng.randint(0, len(text))
+        end = rng.randint(start, len(text))
+        assert scan(text, start, end) == braces_matched(text, start, end), (text, start, end)
