@@ -79,6 +79,7 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding
         bases = positions_of(a.text, [unit.base for unit in placed], encoding)
     else:
         bases = index.line_columns([unit.base for unit in placed], encoding)
+    tails: dict = {}  # the text after each diagnostic's range, by message (convert.py)
     for unit, (line, character) in zip(placed, bases, strict=True):
         result = unit.result
         key = (uri, encoding, line, character, table)
@@ -86,7 +87,7 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding
         if cached is None or cached[0] != key:
             positions = result.positions(encoding)
             text = ",".join(convert.placed_diagnostic_text(
-                uri, f, line, character, start, end, related, severity)
+                uri, f, line, character, start, end, related, severity, tails)
                 for f, (start, end, related) in zip(result.findings, positions, strict=True)
                 if severity.get(f.code, f.severity) is not None)
             cached = result.fragment = (key, text)

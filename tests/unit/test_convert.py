@@ -1,7 +1,8 @@
 """A diagnostic formatted as JSON text from positions relative to its unit
 (`placed_diagnostic_text`, what publications are made of) is the diagnostic that
 `diagnostic_json` makes from the document's offsets: in every position encoding, with
-non-ASCII text, CRLF line ends, related information and a severity table."""
+non-ASCII text, CRLF line ends, related information and a severity table, with or without
+the texts a publication shares between its findings."""
 
 from __future__ import annotations
 
@@ -52,6 +53,27 @@ def test_placed_text_equals_the_diagnostic_of_document_offsets(encoding, severit
         expected = convert.diagnostic_json(uri, index, _shifted(f, base), encoding, severity)
         assert json.loads(text) == expected
         assert text.isascii()  # escaped as json.dumps does
+
+
+@pytest.mark.parametrize("severity", [{}, {"sync-gpu-ops": Severity.WARNING}])
+def test_placed_text_with_one_publication_s_tails_is_the_text_without(severity):
+    """A publication keeps the text after each range by (message, code, severity): findings
+    that share some of the three and differ in the rest are formatted as on their own."""
+    uri = "file:///tmp/a.mlir"
+    findings = [Finding(code, message, 3 * i, 3 * i + 2, sev)
+                for i, (code, message, sev) in enumerate(
+                    (code, message, sev)
+                    for code in ("sync-gpu-ops", "not-lowered")
+                    for message in ("m “é”", "m", 'm "x"')
+                    for sev in (Severity.HINT, Severity.WARNING))]
+    tails: dict = {}
+    for _ in range(2):  # the second time, every tail comes from the dict
+        for f in findings:
+            alone = convert.placed_diagnostic_text(uri, f, 4, 2, (0, f.start), (1, f.end), [],
+                                                   severity)
+            assert convert.placed_diagnostic_text(uri, f, 4, 2, (0, f.start), (1, f.end), [],
+                                                  severity, tails) == alone
+    assert len(tails) == len(findings)
 
 
 PUBLISHED = {
