@@ -26,7 +26,7 @@ from gpu_async_lsp.syntax import gpu_formats
 from gpu_async_lsp.syntax.gpuscan import COMPILED as _GPU_SCAN_COMPILED
 from gpu_async_lsp.syntax.gpuscan import FORMAT_CODE, next_line_starts_op, op_spans
 from gpu_async_lsp.syntax.linescan import COMPILED as _LINE_SCAN_COMPILED
-from gpu_async_lsp.syntax.linescan import brace_scan, line_spans
+from gpu_async_lsp.syntax.linescan import brace_scan, line_spans, trim_end
 from gpu_async_lsp.syntax.patterns import (
     LINE_GAP,
     OPEN_STRING,
@@ -569,6 +569,9 @@ _LINE_OP_RE = regex_cache.compile(rf"\n[ \t\r]*(?={_OP_START})")
 CONTAINER_NAME_RE = regex_cache.compile(r"(?:builtin\.module|module|gpu\.module)\b")
 
 
+_new_tuple = tuple.__new__
+
+
 class Unit(NamedTuple):
     """A piece of text parsed on its own: one op, or a container op whose children are units."""
 
@@ -624,9 +627,9 @@ def _split(text: str, start: int, end: int, level: int, braces: list | None, lo:
         if pair is not None and pair[0] > s and level < 64 and CONTAINER_NAME_RE.match(text, s):
             lbrace, open_i, close_i = pair
             children = _split(text, lbrace + 1, e - 1, level + 1, braces, open_i + 1, close_i)
-            units.append(Unit(s, e, (lbrace, e - 1), children))
+            units.append(_new_tuple(Unit, (s, e, (lbrace, e - 1), children)))
         else:
-            units.append(Unit(s, e, None, []))
+            units.append(_new_tuple(Unit, (s, e, None, [])))  # the class's __new__ is Python
     return units
 
 
@@ -686,6 +689,15 @@ _BLANKS_RE = regex_cache.compile(r"(?:[ \t\r\n]++|//[^\n]*+)*+")
 
 
 def _trim_end(text: str, s: int, e: int) -> int:
+    """`trimmed_end`, read by `linescan.trim_end` where that is compiled (a function of 50k
+    lines of host code ends in blank and comment lines, four string slices each: 2-3 ms of
+    the split that a first open waits for), and held to it by tests."""
+    if _LINE_SCAN_COMPILED:
+        return trim_end(text, s, e)
+    return trimmed_end(text, s, e)
+
+
+def trimmed_end(text: str, s: int, e: int) -> int:
     """End of the unit's last token (blank lines and trailing comments belong to no unit)."""
     # Comments may hold quotes; strip whole trailing comment lines and blanks only. Lines are
     # read backwards, each one once: a unit followed by many comment lines costs their length.

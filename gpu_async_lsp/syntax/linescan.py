@@ -3,11 +3,12 @@
 
 `line_spans(text, pos, end)` is what `LINE_RE.match(text, pos, end)` finds (None where it does
 not match), read character by character; `brace_scan(text, start, end)` is what the splitter's
-brace expressions find (`lexer._braces`). Both are typed for Cython (the annotations of this
+brace expressions find (`lexer._braces`), and `trim_end(text, s, e)` where its unit ends
+(`lexer.trimmed_end`). All are typed for Cython (the annotations of this
 module are C types in its build, tools/compiled_build.py) and used only by that build
 (`COMPILED`): the lexer of the Python modules runs the regular expressions, which are faster
-than these loops run by the interpreter. tests/unit/test_linescan.py holds both to the
-expressions on the corpora, generated host code and random text.
+than these loops run by the interpreter. tests/unit/test_linescan.py holds them to the
+Python on the corpora, generated host code and random text.
 
 Matched (as LINE_RE, from patterns.py):
   blank and comment-only lines, blanks;
@@ -228,3 +229,30 @@ def _string_stop(text: str, i: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cyt
             k += 1
         k += 1
     return end
+
+
+def trim_end(text: str, s: cython.Py_ssize_t, e: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """`lexer.trimmed_end`: the end of the last line of text[s:e] that holds more than blanks
+    and a `//` comment, its trailing blanks left out (`str.isspace`, as `rstrip` reads
+    them); `s` if there is none. Each line is read once, from the end."""
+    end: cython.Py_ssize_t = e
+    nl: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    j: cython.Py_ssize_t
+    if end > len(text):
+        end = len(text)
+    while True:
+        nl = end - 1
+        while nl >= s and text[nl] != "\n":
+            nl -= 1
+        k = end
+        while k > nl + 1 and text[k - 1].isspace():
+            k -= 1
+        j = nl + 1
+        while j < k and text[j].isspace():
+            j += 1
+        if k > nl + 1 and not (j + 1 < k and text[j] == "/" and text[j + 1] == "/"):
+            return k
+        if nl < s:
+            return s
+        end = nl

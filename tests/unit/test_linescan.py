@@ -2,7 +2,7 @@
 LINE_RE (the same spans or the same no-match) at every line start of the corpora and of
 generated host code and at every position of random text made of the characters the expression
 cares about; the brace scan finds the braces the splitter's expressions find (`braces_matched`)
-on the same texts and random ones. Both the build the package runs (compiled where the install
+on the same texts and random ones; a unit's end is `trimmed_end`'s. Both the build the package runs (compiled where the install
 has it) and the module run as Python."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpu_async_lsp.syntax import linescan
-from gpu_async_lsp.syntax.lexer import LINE_RE, braces_matched
+from gpu_async_lsp.syntax.lexer import LINE_RE, braces_matched, trimmed_end
 from tests.corpora import CORPORA, require_corpus
 from tests.python_twin import as_python
 
@@ -123,3 +123,41 @@ def test_brace_scan_is_the_brace_expressions_on_random_text(which):
         start = rng.randint(0, len(text))
         end = rng.randint(start, len(text))
         assert scan(text, start, end) == braces_matched(text, start, end), (text, start, end)
+
+
+# -- the end of a unit --------------------------------------------------------------------------
+
+TRIM_SCANNERS = {"package": linescan.trim_end, "python": PYTHON.trim_end}
+
+
+@pytest.mark.parametrize("which", TRIM_SCANNERS)
+def test_trim_end_is_trimmed_end_at_every_line_of_the_corpora(which):
+    """From each line start back to the line start 40 lines before (a unit's start)."""
+    trim = TRIM_SCANNERS[which]
+    texts = []
+    for corpus, (folder, _) in CORPORA.items():
+        require_corpus(corpus)
+        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    checked = 0
+    for text in texts:
+        starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n"), len(text)]
+        for k, e in enumerate(starts):
+            s = starts[max(0, k - 40)]
+            assert trim(text, s, e) == trimmed_end(text, s, e), (text[s:e][-200:], s, e)
+            checked += 1
+    assert checked > 10_000
+
+
+_TRIM_ALPHABET = ["\n", "\r\n", " ", "\t", "//", "/", "// c\n", "x", "}", "\x0c", "\u2028",
+                  "\u00a0", "é", "%v = op", '"//"', "\x1c", "  // é\n"]
+
+
+@pytest.mark.parametrize("which", TRIM_SCANNERS)
+def test_trim_end_is_trimmed_end_on_random_text(which):
+    rng = random.Random(17)
+    trim = TRIM_SCANNERS[which]
+    for _ in range(20_000):
+        text = "".join(rng.choice(_TRIM_ALPHABET) for _ in range(rng.randint(0, 16)))
+        s = rng.randint(0, len(text))
+        e = rng.randint(s, len(text))
+        assert trim(text, s, e) == trimmed_end(text, s, e), (text, s, e)
