@@ -16,5 +16,5 @@ def as_python(relative: str):
     spec = importlib.util.spec_from_file_location(name, ROOT / relative)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert not module.COMPILED
+    assert not getattr(module, "COMPILED", False)
     return module

@@ -274,6 +274,7 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
     # A GPU op's format: the scan written for C where it is compiled (gpuscan.py), else the
     # expression (gpu_formats.WHOLE_OP).
     whole_op_of = FORMAT_CODE.get if _GPU_SCAN_COMPILED else gpu_formats.WHOLE_OP.get
+    whole_ops = FORMAT_CODE if _GPU_SCAN_COMPILED else gpu_formats.WHOLE_OP
     no_head_before = start  # a run of results read up to here ended in no op head
     pos = start
     fine = False  # inside an exactly modeled GPU op that did not match its format
@@ -289,7 +290,18 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
             pos, scan = _fine_line(text, pos, end, out, scan)
             fine = fine or _names_gpu_op(out, line_first)
             continue
-        spans = line_spans(text, pos, end) if scanned else None
+        if scanned and not fine:
+            # The compiled scan makes the LineToken of a plain op line itself.
+            spans = line_spans(text, pos, end, op_words, whole_ops, LineToken)
+            if spans is not None and spans[0] is not None:
+                append(spans[0])
+                brace = spans[8]
+                if brace >= 0:
+                    append(new(RawToken, ("{", brace, brace + 1, "{", False)))
+                pos = spans[1]
+                continue
+        else:
+            spans = line_spans(text, pos, end) if scanned else None
         m = None if scanned else line_match(text, pos, end)
         if spans is None and m is None and pos >= no_head_before:
             run = _RESULTS_RUN_RE.match(text, pos, end)
@@ -300,13 +312,17 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                     no_head_before = run.end()
         if spans is not None or m is not None:
             # Where _line_re's groups lie: the match's end, res, name, rest, brace.
-            if spans is not None:
-                line_end, res_start, res_end, name_start, name_end, rest_start, rest_end, \
-                    brace = spans
-            else:
+            if spans is None:
                 (_, line_end), (res_start, res_end), (name_start, name_end), \
                     (rest_start, rest_end), (brace, _) = m.regs
-            name = text[name_start:name_end]
+                name = text[name_start:name_end]
+            elif len(spans) == 10:  # a line the scan left to this loop
+                _, line_end, res_start, res_end, name_start, name_end, rest_start, rest_end, \
+                    brace, name = spans
+            else:
+                line_end, res_start, res_end, name_start, name_end, rest_start, rest_end, \
+                    brace = spans
+                name = text[name_start:name_end]
             if res_start >= 0 or "." in name or name in op_words:  # it starts an op
                 fine = False
                 whole_op = whole_op_of(name)

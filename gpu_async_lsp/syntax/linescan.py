@@ -29,12 +29,22 @@ except ImportError:  # no Cython: Python (the annotations are never evaluated)
     COMPILED = False
 
 
-def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t):
+def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_words=None,
+               whole_ops=None, token_class=None):
     """What `LINE_RE.match(text, pos, end)` finds, flat: (match end, results start, results
     end, name start, name end, rest start, rest end, brace), -1 for a group that took no
     part (`flat`); or None. One function, its loops inline (a call of a Python-level helper
     per character would cost more than it saves), one tuple (the match's spans as tuples of
-    tuples cost more than the scan)."""
+    tuples cost more than the scan).
+
+    Given `token_class` (the tokenizer's LineToken), the line's token too, where the line is
+    a plain op line: (token, match end, results start, results end, name start, name end,
+    rest start, rest end, brace, name). The token is None where the tokenizer decides
+    (`lexer.tokenize_lines`): a line that starts an op of `whole_ops` (the GPU ops read by
+    their formats; `op_words`: the bare names that start one), and one whose rest holds a
+    `.` or `return` (a second op may start there). Its end, whether the op goes on
+    (UNFINISHED_LINE_ENDS) and its bracket depth are read here, not from slices of the line
+    (a tuple and five strings a line fewer)."""
     i: cython.Py_ssize_t
     j: cython.Py_ssize_t
     k: cython.Py_ssize_t
@@ -147,7 +157,44 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t):
         if text[i] != "\n":
             return None
         i += 1
-    return (i, res_start, res_end, name_start, rest_start, rest_start, rest_end, brace)
+    if token_class is None:
+        return (i, res_start, res_end, name_start, rest_start, rest_start, rest_end, brace)
+    # The line's token. `rest_start` is the name's end.
+    name = text[name_start:rest_start]
+    dotted: cython.bint = False
+    for k in range(name_start, rest_start):
+        if text[k] == ".":
+            dotted = True
+            break
+    leave = (res_start >= 0 or dotted or name in op_words) and name in whole_ops
+    depth: cython.Py_ssize_t = 0
+    last: cython.Py_ssize_t = rest_start  # after the last character not blank (`rstrip`)
+    if not leave:
+        for k in range(rest_start, rest_end):
+            c = text[k]
+            if c == ".":
+                leave = True
+                break
+            if c == "(" or c == "[":
+                depth += 1
+            elif c == ")" or c == "]":
+                depth -= 1
+            if not c.isspace():
+                last = k + 1
+    if leave or text.find("return", rest_start, rest_end) >= 0:
+        return (None, i, res_start, res_end, name_start, rest_start, rest_start, rest_end,
+                brace, name)
+    cont: cython.bint = False
+    if brace < 0 and last > rest_start:
+        c = text[last - 1]
+        cont = (c == "," or c == "(" or c == "[" or c == "=" or c == ":" or c == "<"
+                or (c == ">" and last - 2 >= rest_start and text[last - 2] == "-"))
+    token = tuple.__new__(token_class, (
+        "line", res_start if res_start >= 0 else name_start,
+        last if last > rest_start else rest_start, name, True, name_start, rest_start,
+        res_start, res_end, cont, depth))
+    return (token, i, res_start, res_end, name_start, rest_start, rest_start, rest_end, brace,
+            name)
 
 
 def flat(m) -> tuple:

@@ -161,3 +161,63 @@ def test_trim_end_is_trimmed_end_on_random_text(which):
         s = rng.randint(0, len(text))
         e = rng.randint(s, len(text))
         assert trim(text, s, e) == trimmed_end(text, s, e), (text, s, e)
+
+
+# -- the line token ---------------------------------------------------------------------------------
+
+
+def _pure_lexer():
+    """lexer.py run as Python, its scans the expressions (as in an install without the build)."""
+    lexer = as_python("gpu_async_lsp/syntax/lexer.py")
+    lexer._LINE_SCAN_COMPILED = False
+    lexer._GPU_SCAN_COMPILED = False
+    return lexer
+
+
+def _leaf_units(text: str) -> list[tuple[int, int]]:
+    from gpu_async_lsp.syntax.parser import iter_units, split_document
+
+    return [(v.unit.start, v.unit.end) for s, e, units in split_document(text)
+            for v in iter_units(text, s, e, units) if v.header is None]
+
+
+def test_line_tokens_are_the_tokenizer_s_on_the_corpora_and_generated_code():
+    """The tokens of every leaf unit, by the package's tokenizer (which takes the line scan's
+    LineTokens where it is compiled) and by the tokenizer of the expressions."""
+    import sys
+
+    from gpu_async_lsp.syntax.braces import OP_WORDS
+    from gpu_async_lsp.syntax.lexer import tokenize_lines
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gen_host import generate
+
+    pure = _pure_lexer()
+    texts = [generate(3000)]
+    for corpus, (folder, _) in CORPORA.items():
+        require_corpus(corpus)
+        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    lines = 0
+    for text in texts:
+        for s, e in _leaf_units(text):
+            got = tokenize_lines(text, s, e, OP_WORDS)
+            assert got == pure.tokenize_lines(text, s, e, OP_WORDS), text[s:e][:300]
+            lines += sum(t.kind == "line" for t in got)
+    assert lines > 10_000
+
+
+_LINE_ALPHABET = ["%a = ", "%b, %c:2 = ", "x.y", "op", "return", " ", "\t", "(", ")", "[", "]",
+                  ",", "=", ":", "<", "->", ">", "-", "{", "}", "\n", "\r\n", "// c", ".", "é",
+                  "\u2028", "\x0c", " %v", "gpu.wait", "gpu.alloc ", "async", "\"s\"", "^bb0:"]
+
+
+def test_line_tokens_are_the_tokenizer_s_on_random_lines():
+    from gpu_async_lsp.syntax.braces import OP_WORDS
+    from gpu_async_lsp.syntax.lexer import tokenize_lines
+
+    pure = _pure_lexer()
+    rng = random.Random(23)
+    for _ in range(6000):
+        text = "".join(rng.choice(_LINE_ALPHABET) for _ in range(rng.randint(0, 30)))
+        expected = pure.tokenize_lines(text, 0, len(text), OP_WORDS)
+        assert tokenize_lines(text, 0, len(text), OP_WORDS) == expected, text
