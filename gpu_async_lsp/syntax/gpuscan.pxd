@@ -9,6 +9,11 @@ cdef Py_ssize_t WAIT, ALLOC, DEALLOC, MEMCPY, MEMSET, LAUNCH_FUNC
                i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, ops_end=Py_ssize_t,
                line_end=Py_ssize_t)
 cpdef op_spans(str text, Py_ssize_t code, Py_ssize_t pos, Py_ssize_t end)
+@cython.locals(line_end=Py_ssize_t, async_start=Py_ssize_t, deps_open=Py_ssize_t,
+               deps_close=Py_ssize_t, ops_start=Py_ssize_t, ops_end=Py_ssize_t)
+cpdef gpu_line(str text, Py_ssize_t code, str name, Py_ssize_t name_start, Py_ssize_t name_end,
+               Py_ssize_t res_start, Py_ssize_t res_end, Py_ssize_t end, op_words,
+               token_class)
 @cython.locals(i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, c=Py_UCS4, dotted=bint)
 cpdef bint next_line_starts_op(str text, Py_ssize_t pos, Py_ssize_t end, op_words) except -1
 

@@ -80,6 +80,26 @@ def op_spans(text: str, code: int, pos: int, end: int):
     return (line_end, async_start, deps_open, deps_close, pos, ops_end)
 
 
+def gpu_line(text: str, code: int, name: str, name_start: int, name_end: int, res_start: int,
+             res_end: int, end: int, op_words, token_class):
+    """The tokenizer's GpuLineToken (of `token_class`) of the op `name` at text[name_start:
+    name_end] (results at [res_start, res_end), -1 without), and where its line ends: where
+    its format matches (op_spans) and the next line starts something new
+    (next_line_starts_op); else None (the tokenizer reads it token by token). One call
+    instead of three, and no tuple of spans, for each of the thousands of GPU ops a big
+    file holds."""
+    spans = op_spans(text, code, name_end, end)
+    if spans is None:
+        return None
+    line_end, async_start, deps_open, deps_close, ops_start, ops_end = spans
+    if not next_line_starts_op(text, line_end, end, op_words):
+        return None
+    return tuple.__new__(token_class, (
+        "gpuline", res_start if res_start >= 0 else name_start, ops_end, name, True,
+        name_start, name_end, res_start, res_end, async_start, deps_open, deps_close,
+        ops_start, False, 0)), line_end
+
+
 def next_line_starts_op(text: str, pos: int, end: int, op_words) -> bool:
     """What lexer._next_line_starts_op reads with _NEXT_OP_START_RE: after blank and comment
     lines, does the line at `pos` start something new (a result list and its `=`, a dotted

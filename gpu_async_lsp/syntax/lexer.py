@@ -24,7 +24,7 @@ from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import KNOWN_OPS
 from gpu_async_lsp.syntax import gpu_formats
 from gpu_async_lsp.syntax.gpuscan import COMPILED as _GPU_SCAN_COMPILED
-from gpu_async_lsp.syntax.gpuscan import FORMAT_CODE, next_line_starts_op, op_spans
+from gpu_async_lsp.syntax.gpuscan import FORMAT_CODE, gpu_line, next_line_starts_op
 from gpu_async_lsp.syntax.linescan import COMPILED as _LINE_SCAN_COMPILED
 from gpu_async_lsp.syntax.linescan import brace_scan, line_spans, trim_end
 from gpu_async_lsp.syntax.patterns import (
@@ -327,8 +327,16 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
                 fine = False
                 whole_op = whole_op_of(name)
                 if whole_op is not None:
-                    g = _gpu_line(text, name_start, name_end, res_start, res_end, whole_op, end)
-                    if g is not None and _next_line_starts_op(text, g[1], end, op_words):
+                    if _GPU_SCAN_COMPILED:  # the scan makes the token (gpuscan.gpu_line)
+                        g = gpu_line(text, whole_op, name, name_start, name_end, res_start,
+                                     res_end, end, op_words, GpuLineToken)
+                    else:
+                        g = _gpu_line(text, name_start, name_end, res_start, res_end,
+                                      whole_op, end)
+                        if g is not None and not _next_line_starts_op(text, g[1], end,
+                                                                      op_words):
+                            g = None
+                    if g is not None:
                         append(g[0])
                         pos = g[1]
                         continue
@@ -407,25 +415,16 @@ _CLOSE_LINE_RE = regex_cache.compile(
 def _gpu_line(text, name_start, name_end, res_start, res_end, whole_op, end):
     """A GpuLineToken and the start of the next line if the op named at text[name_start:
     name_end] (results at [res_start, res_end), -1 without) matches its assembly format
-    (`whole_op`: its gpu_formats.WHOLE_OP, or its gpuscan.FORMAT_CODE where the scan is
-    compiled), else None."""
-    if _GPU_SCAN_COMPILED:
-        spans = op_spans(text, whole_op, name_end, end)
-        if spans is None:
-            return None
-        line_end, async_start, deps_open, deps_close, ops_start, ops_end = spans
-    else:
-        g = whole_op.match(text, name_end, end)
-        if g is None:
-            return None
-        line_end, ops_end = g.end(), g.end("ops")
-        async_start, deps_open, deps_close, ops_start = (
-            g.start("async"), g.start("open"), g.end("close"), g.start("ops"))
+    (`whole_op`: its gpu_formats.WHOLE_OP), else None. The compiled build reads the format
+    and makes the token in gpuscan.gpu_line."""
+    g = whole_op.match(text, name_end, end)
+    if g is None:
+        return None
     return tuple.__new__(GpuLineToken, (
-        "gpuline", res_start if res_start >= 0 else name_start, ops_end,
+        "gpuline", res_start if res_start >= 0 else name_start, g.end("ops"),
         text[name_start:name_end], True, name_start, name_end, res_start, res_end,
-        async_start, deps_open, deps_close, ops_start, False, 0,
-    )), line_end
+        g.start("async"), g.start("open"), g.end("close"), g.start("ops"), False, 0,
+    )), g.end()
 
 
 def _fine_line(text: str, pos: int, end: int, out: list, scan: re.Pattern):
