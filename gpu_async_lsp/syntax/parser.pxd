@@ -1,6 +1,10 @@
 # The C types of parser.py in its Cython build (tools/compiled_build.py): an augmenting .pxd,
 # so that the .py stays plain Python. The top-down reader of plain units keeps its place in the
-# token list as C integers and calls its rules as C methods (one or more per op).
+# token list as C integers and calls its rules as C methods (one or more per op). The op of a
+# whole line is made as the extension type it is (ir.pxd): its fields set as C fields.
+cimport cython
+
+from gpu_async_lsp.syntax.ir cimport Op
 
 cdef class _PlainParser:
     cdef public list tokens
@@ -13,3 +17,7 @@ cdef class _PlainParser:
     cpdef expect(self, str kind, list into)
     cpdef op(self, int depth)
     cpdef region(self, int depth)
+
+# The offsets stay Python ints: the op keeps the token's own (typed, each would be boxed anew).
+@cython.locals(op=Op)
+cpdef Op _line_op(str src, t, str name)
