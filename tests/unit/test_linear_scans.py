@@ -25,8 +25,7 @@ import pytest
 
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.suppression import NO_CONTEXT
-from gpu_async_lsp.syntax import Chunk, Document, Op, parse_document
-from gpu_async_lsp.syntax import linescan
+from gpu_async_lsp.syntax import Chunk, Document, Op, linescan, parse_document
 from gpu_async_lsp.syntax import navigation as nav
 from gpu_async_lsp.syntax.parser import iter_units, parse_unit, split_document
 from gpu_async_lsp.text import UTF16, LineIndex
