@@ -138,8 +138,10 @@ def finding(op: Op, why: str, function: str | None = None) -> Finding:
         message = f"'{op.name}' op is not lowered by LLVM 22's gpu-to-llvm: {why}"
         if len(_MESSAGES) < 4096:
             _MESSAGES[key] = message
-    return Finding(F.NOT_LOWERED, message, op.name_start, op.name_end, Severity.WARNING,
-                   function=function)
+    return Finding(_NOT_LOWERED, message, op.name_start, op.name_end, _WARNING, (), function)
+
+
+_NOT_LOWERED, _WARNING = F.NOT_LOWERED, Severity.WARNING  # read once, not per finding
 
 
 # The message of each (op, reason), one string each: a first open of 50k lines of host code

@@ -1,0 +1,14 @@
+# The C types of lowering.py in its Cython build (tools/compiled_build.py): an augmenting .pxd,
+# so that the .py stays plain Python. What is asked of each memory op of each host function (a
+# first open of 50k lines of host code asks it of 10k ops) takes the op as the extension type
+# it is (ir.pxd): its fields read as C fields, and the calls are C calls. (Named apart: the .py
+# imports `Op` through syntax's door.)
+cimport cython
+
+from gpu_async_lsp.syntax.ir cimport Op as IrOp
+
+cpdef bint is_host_shared(IrOp op, str text) except -1
+cpdef problem(IrOp op, str text, bint is_async, Py_ssize_t deps)
+cpdef finding(IrOp op, str why, function=*)
+@cython.locals(op=IrOp)
+cpdef list as_written(str text, IrOp func, name=*, ops=*)
