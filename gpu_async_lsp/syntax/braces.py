@@ -71,6 +71,20 @@ def opens_region(text: str, brace: int, generic: bool, in_parens: bool, resolve)
         return False
     if generic:
         return in_parens
+    # The commonest brace, a body's: blanks and line breaks, then a value or a block label
+    # (`_FIRST` reads the same; each function of a file has one).
+    n = len(text)
+    k = brace + 1
+    while k < n and text[k] in " \t\r\n":
+        k += 1
+    if k < n and (text[k] == "%" or text[k] == "^"):
+        return True
+    return by_first_token(text, brace, prev, resolve)
+
+
+def by_first_token(text: str, brace: int, prev: str, resolve) -> bool:
+    """`opens_region` of a `{` in custom form that no position decides (`prev`: the character
+    before it, blanks skipped), from the first token after it and the punctuation after that."""
     m = _FIRST.match(text, brace + 1)
     if m.lastgroup is None or m.lastgroup == "gap":
         return m.end() >= len(text)  # a `{` at the end of the text: the parser reports it

@@ -995,8 +995,18 @@ def _opens_region(text: str, raw, i: int, f: _Frame) -> bool:
     if i + 1 < len(raw) and raw[i + 1].kind == "}" and raw[i + 1].text == CONTAINER_CLOSE:
         return True
     dialect = DEFAULT_DIALECT.get(f.op_name or "")
-    return opens_region(text, raw[i].start, f.generic, f.paren > 0,
-                        lambda name: qualify_op_name(name, dialect))
+    resolve = _RESOLVERS.get(dialect)
+    if resolve is None:
+        resolve = _RESOLVERS[dialect] = _resolver(dialect)
+    return opens_region(text, raw[i].start, f.generic, f.paren > 0, resolve)
+
+
+def _resolver(dialect: str | None):
+    return lambda name: qualify_op_name(name, dialect)
+
+
+# A resolver per default dialect (DEFAULT_DIALECT's values: a few), not a closure per brace.
+_RESOLVERS: dict = {}
 
 
 def _count_paren(f: _Frame, t) -> None:

@@ -346,6 +346,37 @@ def test_unknown_bare_op_with_operands_in_a_region_is_an_error():
     assert text[errors[0].start:errors[0].end] == "return"
 
 
+def test_brace_decided_by_the_next_value_or_label_is_decided_as_by_the_first_token():
+    """opens_region takes a `{` whose next token (after blanks and line breaks) is a value
+    or a block label for a region without its expression: that expression says the same, for
+    every brace of the corpora and of random text."""
+    import random
+
+    from gpu_async_lsp.syntax.braces import by_first_token
+    from tests.corpora import CORPORA, require_corpus
+
+    texts = []
+    for corpus, (folder, _) in CORPORA.items():
+        require_corpus(corpus)
+        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    rng = random.Random(29)
+    pieces = ["{", " ", "\n", "\r\n", "\t", "%", "^", "//", "x", "}", "=", "(", '"']
+    texts += ["".join(rng.choice(pieces) for _ in range(12)) for _ in range(5000)]
+    resolve = resolver(None)
+    decided = 0
+    for text in texts:
+        brace = text.find("{")
+        while brace >= 0:
+            k = brace + 1
+            while k < len(text) and text[k] in " \t\r\n":
+                k += 1
+            if k < len(text) and text[k] in "%^":
+                decided += 1
+                assert by_first_token(text, brace, "", resolve) is True, text[brace:brace + 80]
+            brace = text.find("{", brace + 1)
+    assert decided > 1000
+
+
 # --- after a region's `}` -------------------------------------------------------------------
 
 
