@@ -268,19 +268,21 @@ def _has_blocks(func: Op) -> bool:
     return "^" in func.src[func.start:func.end]
 
 
-def memory_ops(func: Op):
+def memory_ops(func: Op) -> list[Op]:
     """The GPU memory ops of a host function, at any depth of its regions (not in device
     code: a `gpu.launch` body), in text order."""
+    out = []
     work = [op for region in reversed(func.regions) for block in reversed(region.blocks)
             for op in reversed(block.ops)]
     while work:
         op = work.pop()
         if op.name in MEMORY_OPS:
-            yield op
+            out.append(op)
         if op.regions and op.name not in _DEVICE_BODIES:
             for region in reversed(op.regions):
                 for block in reversed(region.blocks):
                     work.extend(reversed(block.ops))
+    return out
 
 
 _SUCCESSOR_ARGS = regex_cache.compile(r"(\^[\w$.\-]+)\s*\(")

@@ -199,7 +199,7 @@ class FunctionRewrite:
     def memory_ops(self) -> list[Op]:
         """The function's GPU memory ops (`lowering.memory_ops`), walked once."""
         if self._memory_ops is None:
-            self._memory_ops = list(memory_ops(self.func))
+            self._memory_ops = memory_ops(self.func)
         return self._memory_ops
 
     @property
@@ -602,21 +602,24 @@ def hint_anchor(func: Op) -> tuple[int, int]:
     return func.name_start, func.name_end
 
 
-def host_functions(doc: Document):
-    """Every func.func outside device code (gpu.module / gpu.func), at any depth of modules."""
+def host_functions(doc: Document) -> list[Op]:
+    """Every func.func outside device code (gpu.module / gpu.func), at any depth of modules,
+    in text order."""
     stack = [op for chunk in doc.chunks for op in reversed(chunk.ops)]
     stack.reverse()
     work = list(reversed(stack))
+    out = []
     while work:
         op = work.pop()
         if op.name in DEVICE_CONTAINERS:
             continue
         if op.name == HOST_FUNCTION:
-            yield op
+            out.append(op)
             continue
         for region in reversed(op.regions):
             for block in reversed(region.blocks):
                 work.extend(reversed(block.ops))
+    return out
 
 
 def analyze_function(text: str, func: Op, semantics: str = ORIGINAL,
@@ -698,10 +701,12 @@ def analyze(source: str | Document, strict: bool = False,
 def _serialized_notes(rw: FunctionRewrite) -> tuple[Related, ...]:
     """Where the rewrite (LLVM 22's threading) makes a stream the function starts on its own
     wait for another chain: said with its hint, as the editor's quick fix says it."""
-    return tuple(Related(op.name_start, op.name_end,
-                         "this stream, started apart, is made to wait for the chain before "
-                         "it (serialized); `--semantics sync-only` keeps it apart")
-                 for op in rw.serialized)
+    if not rw.serialized:
+        return ()
+    return tuple([Related(op.name_start, op.name_end,
+                          "this stream, started apart, is made to wait for the chain before "
+                          "it (serialized); `--semantics sync-only` keeps it apart")
+                  for op in rw.serialized])
 
 
 def _not_lowered(text: str, rw: FunctionRewrite, fixing: bool) -> list[Finding]:

@@ -476,15 +476,17 @@ def analyze_unit(source: str, dialect: str | None, device: bool, strict: bool,
     Its findings are those that suppression comments leave: its own, and `outside` it
     (`suppression.outside`: a unit's result is a function of its text and of that)."""
     items, issue = parse_unit(source, dialect)
-    ops = tuple(x for x in items if isinstance(x, Op))
+    # Lists, not generators, here and in the analysis a unit runs: the build makes each
+    # generator an object and a frame to resume (a first open runs this for every function).
+    ops = tuple([x for x in items if isinstance(x, Op)])
     chunk = Chunk(0, len(source), [] if device else list(ops))  # device code: syntax only
     if issue is not None:
         chunk.errors.append(issue)
     # Steps and edits are walked when first asked for (a code action, a hint, a lens).
     analysis = analyze(Document(source, [chunk]), strict=strict, semantics=semantics,
                        thread_launch=thread_launch, plan=False, lowering=lowering)
-    functions = tuple(_function_info(source, fn, hint_anchor(fn.func))
-                      for fn in analysis.functions)
+    functions = tuple([_function_info(source, fn, hint_anchor(fn.func))
+                       for fn in analysis.functions])
     findings = tuple(suppression.suppress(source, analysis.findings, outside))
     return UnitResult(source, findings, functions, issue is not None, ops,
                       tuple(analysis.functions))
