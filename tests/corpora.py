@@ -38,6 +38,15 @@ def require_corpus(corpus: str) -> None:
         pytest.skip(f"corpus missing at {folder}")
 
 
+def corpus_texts() -> list[str]:
+    """The text of every .mlir file of both corpora (each corpus required), in order."""
+    texts = []
+    for corpus, (folder, _) in CORPORA.items():
+        require_corpus(corpus)
+        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    return texts
+
+
 def parses(entry: dict, chunk: int) -> bool:
     """Whether mlir-opt-22 parses chunk `chunk` of a manifest entry."""
     details = entry["chunk_details"]

@@ -13,7 +13,7 @@ import pytest
 
 from gpu_async_lsp.syntax import gpuscan
 from gpu_async_lsp.syntax.gpu_formats import FORMATS, WHOLE_OP
-from tests.corpora import CORPORA, require_corpus
+from tests.corpora import corpus_texts
 from tests.python_twin import as_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,14 +64,11 @@ def test_op_spans_are_whole_op_after_every_gpu_op_of_generated_host_code(which):
 @pytest.mark.parametrize("which", SCANNERS)
 def test_op_spans_are_whole_op_after_every_gpu_op_of_the_corpora(which):
     checked = matched = 0
-    for corpus, (folder, _) in CORPORA.items():
-        require_corpus(corpus)
-        for path in sorted(folder.rglob("*.mlir")):
-            text = path.read_text(errors="replace")
-            for end in (len(text), len(text) // 2):  # and a bound inside the text, as a unit's
-                c, m = _check_names(SCANNERS[which], text, end)
-                checked += c
-                matched += m
+    for text in corpus_texts():
+        for end in (len(text), len(text) // 2):  # and a bound inside the text, as a unit's
+            c, m = _check_names(SCANNERS[which], text, end)
+            checked += c
+            matched += m
     assert checked > 1000 and matched > 100
 
 
@@ -172,10 +169,7 @@ def test_next_line_starts_op_is_the_expression_at_every_line_of_the_corpora(whic
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from gen_host import generate
 
-    texts = [generate(2000)]
-    for corpus, (folder, _) in CORPORA.items():
-        require_corpus(corpus)
-        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    texts = [generate(2000), *corpus_texts()]
     starts = 0
     for text in texts:
         lines = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]

@@ -14,7 +14,7 @@ import pytest
 
 from gpu_async_lsp.syntax import linescan
 from gpu_async_lsp.syntax.lexer import LINE_RE, braces_matched, trimmed_end
-from tests.corpora import CORPORA, require_corpus
+from tests.corpora import corpus_texts
 from tests.python_twin import as_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,10 +53,7 @@ def test_line_spans_are_line_re_at_every_line_of_generated_host_code(which):
 
 @pytest.mark.parametrize("which", SCANNERS)
 def test_line_spans_are_line_re_at_every_line_of_the_corpora(which):
-    texts = []
-    for corpus, (folder, _) in CORPORA.items():
-        require_corpus(corpus)
-        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    texts = corpus_texts()
     checked = 0
     for text in texts:
         starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
@@ -94,10 +91,7 @@ def test_brace_scan_is_the_brace_expressions_on_the_corpora_and_generated_code(w
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from gen_host import generate
 
-    texts = [generate(3000)]
-    for corpus, (folder, _) in CORPORA.items():
-        require_corpus(corpus)
-        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    texts = [generate(3000), *corpus_texts()]
     scan = BRACE_SCANNERS[which]
     braces = 0
     for text in texts:
@@ -114,14 +108,20 @@ _BRACE_ALPHABET = ["{", "}", '"', "\\", "/", "//", "\n", "\r\n", "a", " ", "{-#"
                    "-", "é", "字", '"x"', '\\"', "\\\n", '{"', "\u2028", "%v = op {", "}\n"]
 
 
+def _random_spans(seed: int, alphabet: list[str], longest: int, count: int = 20_000):
+    """`count` random texts of up to `longest` pieces of `alphabet`, each with a random
+    (start, end) inside it."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, longest)))
+        start = rng.randint(0, len(text))
+        yield text, start, rng.randint(start, len(text))
+
+
 @pytest.mark.parametrize("which", BRACE_SCANNERS)
 def test_brace_scan_is_the_brace_expressions_on_random_text(which):
-    rng = random.Random(11)
     scan = BRACE_SCANNERS[which]
-    for _ in range(20_000):
-        text = "".join(rng.choice(_BRACE_ALPHABET) for _ in range(rng.randint(0, 30)))
-        start = rng.randint(0, len(text))
-        end = rng.randint(start, len(text))
+    for text, start, end in _random_spans(11, _BRACE_ALPHABET, 30):
         assert scan(text, start, end) == braces_matched(text, start, end), (text, start, end)
 
 
@@ -134,10 +134,7 @@ TRIM_SCANNERS = {"package": linescan.trim_end, "python": PYTHON.trim_end}
 def test_trim_end_is_trimmed_end_at_every_line_of_the_corpora(which):
     """From each line start back to the line start 40 lines before (a unit's start)."""
     trim = TRIM_SCANNERS[which]
-    texts = []
-    for corpus, (folder, _) in CORPORA.items():
-        require_corpus(corpus)
-        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    texts = corpus_texts()
     checked = 0
     for text in texts:
         starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n"), len(text)]
@@ -154,12 +151,8 @@ _TRIM_ALPHABET = ["\n", "\r\n", " ", "\t", "//", "/", "// c\n", "x", "}", "\x0c"
 
 @pytest.mark.parametrize("which", TRIM_SCANNERS)
 def test_trim_end_is_trimmed_end_on_random_text(which):
-    rng = random.Random(17)
     trim = TRIM_SCANNERS[which]
-    for _ in range(20_000):
-        text = "".join(rng.choice(_TRIM_ALPHABET) for _ in range(rng.randint(0, 16)))
-        s = rng.randint(0, len(text))
-        e = rng.randint(s, len(text))
+    for text, s, e in _random_spans(17, _TRIM_ALPHABET, 16):
         assert trim(text, s, e) == trimmed_end(text, s, e), (text, s, e)
 
 
@@ -193,10 +186,7 @@ def test_line_tokens_are_the_tokenizer_s_on_the_corpora_and_generated_code():
     from gen_host import generate
 
     pure = _pure_lexer()
-    texts = [generate(3000)]
-    for corpus, (folder, _) in CORPORA.items():
-        require_corpus(corpus)
-        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    texts = [generate(3000), *corpus_texts()]
     lines = 0
     for text in texts:
         for s, e in _leaf_units(text):

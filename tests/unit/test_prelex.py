@@ -353,12 +353,9 @@ def test_brace_decided_by_the_next_value_or_label_is_decided_as_by_the_first_tok
     import random
 
     from gpu_async_lsp.syntax.braces import by_first_token
-    from tests.corpora import CORPORA, require_corpus
+    from tests.corpora import corpus_texts
 
-    texts = []
-    for corpus, (folder, _) in CORPORA.items():
-        require_corpus(corpus)
-        texts += [p.read_text(errors="replace") for p in sorted(folder.rglob("*.mlir"))]
+    texts = corpus_texts()
     rng = random.Random(29)
     pieces = ["{", " ", "\n", "\r\n", "\t", "%", "^", "//", "x", "}", "=", "(", '"']
     texts += ["".join(rng.choice(pieces) for _ in range(12)) for _ in range(5000)]
