@@ -44,6 +44,10 @@ from gpu_async_lsp.ide.units import (
 )
 from gpu_async_lsp.syntax import iter_units, split_chunks, undefined_aliases
 
+# A named tuple made from a tuple in C: its class's own __new__ is Python, and a first open
+# places every unit twice (its text, then its result) before and after the forked process.
+_new = tuple.__new__
+
 
 class Analyzer:
     """Analyses documents with the given settings; unit results are kept in `cache`, which
@@ -125,7 +129,7 @@ class Analyzer:
         for where, result in zip(missing.values(), results):
             for i in where:
                 p = placed[i]
-                placed[i] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
+                placed[i] = _new(PlacedUnit, (p.base, result, p.dialect, p.device, p.outside))
             errors |= result.syntax_error
         return errors
 
@@ -151,9 +155,9 @@ class Analyzer:
             outside = marked.of(unit.start, unit.end) if marked else suppression.NO_CONTEXT
             cached = get((source, dialect, device, outside, options))
             if cached is None:
-                placed.append(PlacedUnit(unit.start, source, dialect, device, outside))
+                placed.append(_new(PlacedUnit, (unit.start, source, dialect, device, outside)))
                 continue
-            placed.append(PlacedUnit(unit.start, cached, dialect, device, outside))
+            placed.append(_new(PlacedUnit, (unit.start, cached, dialect, device, outside)))
             errors |= cached.syntax_error
         return errors
 

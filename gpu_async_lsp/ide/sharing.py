@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from gpu_async_lsp.ide.cache import UnitCache
 
 
+_new = tuple.__new__  # a named tuple made from a tuple in C (its class's __new__ is Python)
+
+
 class LightResult(NamedTuple):
     """A unit's result as the forked process sends it: no IR."""
 
@@ -176,7 +179,8 @@ class _ChunkWork:
                     result = done[key] = _placed(
                         analyze_unit(*_arguments(key, self.options)), self.encoding)
                 if result is not None:
-                    placed[k] = PlacedUnit(p.base, result, p.dialect, p.device, p.outside)
+                    placed[k] = _new(PlacedUnit, (p.base, result, p.dialect, p.device,
+                                                  p.outside))
         return PlacedChunk(headers, placed, containers, errors)
 
     def light_chunks(self, cache: UnitCache, ends) -> bytes:
@@ -246,7 +250,8 @@ def share_chunks(text: str, chunks: list[tuple[int, int]], place: Place, cache: 
                 result = (built[id(u.light)] if u.light is not None else
                           result_of((text[u.base:u.base + u.size], u.dialect, u.device,
                                      u.outside)))
-                placed.append(PlacedUnit(u.base, result, u.dialect, u.device, u.outside))
+                placed.append(_new(PlacedUnit, (u.base, result, u.dialect, u.device,
+                                                u.outside)))
         else:  # this process's chunk, or one the other did not take (it died)
             chunk = ours[i] if i < len(ours) else work.chunk(i, 1)
             for p in chunk.units:
