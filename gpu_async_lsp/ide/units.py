@@ -252,7 +252,7 @@ class UnitResult:
         self._positions[encoding] = positions
 
     def positions(self, encoding: str) -> list:
-        """Per finding: ((line, col), (line, col), [related ((line, col), (line, col))]),
+        """Per finding: ((line, col), (line, col), related [((line, col), (line, col))] or ()),
         lines counted from the unit's first line, columns from its start on that line."""
         cached = self._positions.get(encoding)
         if cached is None:
@@ -263,13 +263,22 @@ class UnitResult:
                 for r in f.related:
                     offsets.append(r.start)
                     offsets.append(r.end)
-            at = iter(positions_of(self.source, offsets, encoding))
+            at = positions_of(self.source, offsets, encoding)
             cached = []
-            for f in self.findings:
-                start, end = next(at), next(at)
-                cached.append((start, end, [(next(at), next(at)) for _ in f.related]))
+            k = 0
+            for f in self.findings:  # by index: most findings have no related information
+                n = len(f.related)
+                if n:
+                    cached.append((at[k], at[k + 1],
+                                   [(at[j], at[j + 1]) for j in range(k + 2, k + 2 + 2 * n, 2)]))
+                else:
+                    cached.append((at[k], at[k + 1], _NO_RELATED))
+                k += 2 + 2 * n
             self._positions[encoding] = cached
         return cached
+
+
+_NO_RELATED: tuple = ()  # the related positions of a finding without related information
 
 
 @dataclass(frozen=True)
