@@ -117,12 +117,22 @@ def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[t
                 column -= 1  # between "\r" and "\n": the end of the line
             out.append((text.count("\n", 0, line_start), column))
         return out
+    # In order (a unit's findings come sorted, their offsets most often too): placed as they
+    # come; else each distinct offset in order, then looked up.
+    ordered = True
+    previous = -1
+    for offset in offsets:
+        if offset < previous:
+            ordered = False
+            break
+        previous = offset
     found: dict[int, tuple[int, int]] = {}
+    out = []
     line, at, line_start = 0, 0, 0  # line breaks before `at`, where the line of `at` starts
     units = 0  # code units of text[line_start:at]
-    for offset in sorted(set(offsets)):
+    for offset in (offsets if ordered else sorted(set(offsets))):
         o = max(0, min(offset, n))
-        breaks = text.count("\n", at, o)
+        breaks = text.count("\n", at, o) if o > at else 0
         if breaks:
             line += breaks
             line_start = text.rfind("\n", at, o) + 1
@@ -131,8 +141,11 @@ def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[t
         at, units = o, column
         if column and o < n and text[o] == "\n" and text[o - 1] == "\r":
             column -= 1  # between "\r" and "\n": the end of the line
-        found[offset] = (line, column)
-    return [found[o] for o in offsets]
+        if ordered:
+            out.append((line, column))
+        else:
+            found[offset] = (line, column)
+    return out if ordered else [found[o] for o in offsets]
 
 
 @dataclass(frozen=True)
