@@ -30,7 +30,7 @@ import os
 import stat
 import sys
 
-from gpu_async_lsp import __version__, regex_cache
+from gpu_async_lsp import __version__, arenas, regex_cache
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region.findings import SYNC_GPU_OPS
 from gpu_async_lsp.async_region.lowering import (
@@ -568,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    arenas.populate_arenas()  # a process of this package's own: see arenas.py
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].split("=", 1)[0] in SERVE_OPTIONS:
         argv = ["serve", *argv]

@@ -44,6 +44,7 @@ MODULES = (
     "gpu_async_lsp.op_tables",
     "gpu_async_lsp.server.convert",
     "gpu_async_lsp.server.responses",
+    "gpu_async_lsp.arenas",  # not per-line work: the allocator's arenas (arenas.pxd)
 )
 
 

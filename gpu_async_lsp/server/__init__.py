@@ -52,7 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     root.handlers[:] = [handler]
     root.setLevel(args.log_level)
 
-    from gpu_async_lsp import parallel, regex_cache
+    from gpu_async_lsp import arenas, parallel, regex_cache
+
+    # Before anything big is made: a first open's objects then come on pages made at once.
+    arenas.populate_arenas()
     from gpu_async_lsp.server.handlers import build_server
     from gpu_async_lsp.syntax import build_parser_once
 

@@ -106,6 +106,7 @@ ALLOWED = {
     "text": set(),
     "edits": set(),
     "gcpause": set(),
+    "arenas": set(),
     "syntax": {"syntax", "op_tables"},
     "async_region": {"async_region", "syntax", "op_tables", "edits", "text"},
     "parallel": {"async_region", "syntax", "edits"},
@@ -115,10 +116,10 @@ ALLOWED = {
     "options": {"async_region", "walk"},
     "config": {"async_region", "options", "walk"},
     "server": {"server", "ide", "async_region", "syntax", "edits", "text", "op_tables",
-               "options", "config", "gcpause"},
+               "options", "config", "gcpause", "arenas"},
     "report": {"async_region", "text"},
     "cli": {"async_region", "syntax", "edits", "text", "parallel", "server", "op_tables",
-            "options", "config", "walk", "report", "gcpause"},
+            "options", "config", "walk", "report", "gcpause", "arenas"},
 }
 # The compiled-pattern cache imports nothing of the package; every layer but walk may use it.
 EVERYWHERE = {"regex_cache"}

@@ -1,0 +1,116 @@
+"""The populating arena allocator (gpu_async_lsp/arenas.py): installed by the compiled build on
+Linux, by `check` and the server; objects then come on pages made when their arena is mapped
+(no page fault each), and the arenas of freed objects go back to the system."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpu_async_lsp import _compiled
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A fresh process: 20 times, ~2.4 MB of small objects made (a new arena or two), then whether
+# the 16 pages 64 KiB past the last object (in the arena being filled, not touched yet) are
+# resident (mincore); then 400k objects made and freed. Prints whether the allocator is in use,
+# the resident counts, the pages the 400k objects added to the resident set and the pages
+# still added after they were freed.
+_PROBE = textwrap.dedent("""
+    import ctypes, gc, mmap, sys
+    from gpu_async_lsp import arenas
+    on = arenas.populate_arenas() if sys.argv[1] == "install" else False
+    gc.disable()
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = mmap.PAGESIZE
+
+    def resident_pages(addr, pages):
+        vec = (ctypes.c_ubyte * pages)()
+        start = addr & ~(page - 1)
+        if libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(pages * page), vec) != 0:
+            return -1  # not mapped
+        return sum(v & 1 for v in vec)
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1])
+
+    kept, seen = [], []
+    for _ in range(20):
+        kept.append([(i, i + 1) for i in range(30_000)])
+        seen.append(resident_pages(id(kept[-1][-1]) + 64 * 1024, 16))
+    before = rss()
+    made = [(i, str(i), [i]) for i in range(400_000)]
+    grown = rss() - before
+    del made
+    print(on, ",".join(map(str, seen)), grown, rss() - before)
+""")
+
+
+def _probe(install: bool, pure: bool = False) -> tuple[bool, list[int], int, int]:
+    env = dict(os.environ)
+    env.pop(_compiled.PURE_ENV, None)
+    if pure:
+        env[_compiled.PURE_ENV] = "1"
+    proc = subprocess.run([sys.executable, "-c", _PROBE, "install" if install else "leave"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    on, seen, grown, left = proc.stdout.split()
+    return on == "True", [int(x) for x in seen.split(",")], int(grown), int(left)
+
+
+def _needs_linux_build():
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the populating allocator is Linux's (MAP_POPULATE)")
+    if "gpu_async_lsp.arenas" not in _compiled._built:
+        if os.environ.get("CI"):  # .ci/run installs with a C compiler: the build must be there
+            pytest.fail("no compiled build of gpu_async_lsp.arenas was loaded")
+        pytest.skip("this install has no compiled build (no C compiler at install time?)")
+
+
+def test_arenas_are_populated_and_given_back():
+    _needs_linux_build()
+    on, seen, grown, left = _probe(install=True)
+    assert on
+    # Pages of the arena being filled that no object has touched yet are resident: mapped
+    # with the arena, not one fault at a time.
+    mapped = [r for r in seen if r >= 0]
+    assert len(mapped) >= 10 and all(r == 16 for r in mapped), seen
+    assert grown > 10_000  # pages: the 400k objects were made (~60 MB)
+    # Freed objects' arenas are unmapped (the allocator's free): the resident set shrinks back.
+    assert left < grown // 5, (left, grown)
+
+
+def test_without_the_allocator_untouched_pages_are_not_resident():
+    """What the test above would see without the allocator (the probe tells them apart)."""
+    _needs_linux_build()
+    on, seen, _, _ = _probe(install=False)
+    assert not on
+    assert sum(r == 0 for r in seen) > len(seen) // 2, seen
+
+
+def test_python_build_leaves_the_allocator_alone():
+    on, _, grown, _ = _probe(install=True, pure=True)
+    assert not on and grown > 10_000
+
+
+def test_check_and_the_server_install_it(tmp_path):
+    _needs_linux_build()
+    path = tmp_path / "f.mlir"
+    path.write_text("func.func @f() {\n  return\n}\n")
+    code = textwrap.dedent("""
+        import sys
+        from gpu_async_lsp import arenas, cli
+        cli.main(["check", "--quiet", sys.argv[1]])
+        print(arenas._installed)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert proc.stdout.split()[-1] == "[True]", proc.stdout + proc.stderr
+    server = (ROOT / "gpu_async_lsp" / "server" / "__init__.py").read_text()
+    assert "arenas.populate_arenas()" in server.split("build_server()")[0]
