@@ -126,13 +126,18 @@ def placed_diagnostic_text(uri: str, f: Finding, line: int, column: int, start, 
            f'"end":{{"line":{el + line},"character":{ec}}}}},{tail}')
     if not related:
         return out + "}"
+    return f'{out},"relatedInformation":[{_related_text(uri, f, related, line, column)}]}}'
+
+
+def _related_text(uri: str, f: Finding, related, line: int, column: int) -> str:
+    """The relatedInformation items of placed_diagnostic_text, as JSON text (apart: its
+    generator may not be in a function the build makes a C function of, convert.pxd)."""
     base = (line, column)
     location = f'{{"location":{{"uri":{_json_string(uri)},"range":'
-    items = ",".join(
+    return ",".join(
         f'{location}{_range_text(placed(rs, base), placed(re_, base))}}},'
         f'"message":{_json_string(r.message)}}}'
         for r, (rs, re_) in zip(f.related, related))
-    return f'{out},"relatedInformation":[{items}]}}'
 
 
 def workspace_edit(uri: str, version: int | None, edits: list[lsp.TextEdit],
