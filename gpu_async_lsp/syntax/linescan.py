@@ -226,6 +226,8 @@ def brace_scan(text: str, start: cython.Py_ssize_t, end: cython.Py_ssize_t):
         end = len(text)
     if start < 0:
         start = 0
+    if COMPILED and _latin1(text):  # noqa: F821 (C, in linescan.pxd)
+        return _brace_scan_latin1(text, start, end)  # noqa: F821
     # One pass over the characters (the build reads them from the string's own buffer); what
     # a comment, string or metadata runs over is skipped by index (`skip`: the next to read).
     i = start - 1
