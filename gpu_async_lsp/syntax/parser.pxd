@@ -21,3 +21,6 @@ cdef class _PlainParser:
 # The offsets stay Python ints: the op keeps the token's own (typed, each would be boxed anew).
 @cython.locals(op=Op)
 cpdef Op _line_op(str src, t, str name)
+cpdef object whole_line_unit(str text, list raw)
+@cython.locals(op=Op, k=Py_ssize_t, j=Py_ssize_t, ops=list)
+cpdef Op _region_op(str text, list raw, Py_ssize_t i, str name, Py_ssize_t close, list entries)

@@ -53,6 +53,7 @@ from gpu_async_lsp.syntax.prelex import (
     Token,
     prelex,
     result_values,
+    whole_line_region,
 )
 
 if TYPE_CHECKING:
@@ -602,9 +603,53 @@ class _PlainParser:
         return _BUILDER.region(c)
 
 
+def whole_line_unit(text: str, raw: list) -> list | None:
+    """The IR of a unit of the shape `prelex.whole_line_region` reads (an op whose region
+    holds a whole op on each line, or ops of the same kind: most functions of host code), as
+    `_plain_parse` builds it from the pre-lexer's tokens of it (`_Builder._new_op`, `region`,
+    `entry_block`, `_line_op`); None for any other unit."""
+    entries = whole_line_region(text, raw)
+    if entries is None:
+        return None
+    return [_region_op(text, raw, 0, raw[0].text, len(raw) - 1, entries)]
+
+
+def _region_op(text: str, raw: list, i: int, name: str, close: int, entries: list) -> Op:
+    """The op of line item raw[i] (results, name, one BODY run), its region's `{` raw[i + 1]
+    and `}` raw[close], the region's ops from `entries` (whole_line_region's)."""
+    ops = []
+    for k in range(len(entries)):
+        j, qualified, inner = entries[k]
+        if inner is None:
+            ops.append(_line_op(text, raw[j], qualified))
+        else:
+            ops.append(_region_op(text, raw, j, qualified, inner[0], inner[1]))
+    t = raw[i]
+    region = Region(raw[i + 1].start, raw[close].start)
+    region.blocks.append(Block(None, [], ops, ops[0].start, ops[-1].end))
+    name_start = t.name_start
+    name_end = t.name_end
+    body = _BLANKS.match(text, name_end).end()
+    end = t.end
+    op = Op(name, name_start, name_end, name_start, raw[close].start + 1)
+    op.symbol_name = _defined_symbol(name, text, body, end)
+    op.spans = [(body, end)]
+    op.src = text
+    op.regions = [region]
+    results_start = t.results_start
+    if results_start >= 0:
+        results = op.results = result_values(text, results_start, t.results_end)
+        op.results_end = results[-1].end
+        op.start = results_start
+    return op
+
+
 def parse_unit_tokens(text: str, raw: list, dialect: str | None, fallback_end: int):
     """Parse one unit's tokens; returns (items, issue) where issue is None on success."""
     try:
+        items = whole_line_unit(text, raw)
+        if items is not None:
+            return items, None
         tokens = prelex(text, raw, dialect)
         try:
             return _plain_parse(tokens), None

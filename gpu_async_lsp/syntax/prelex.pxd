@@ -50,3 +50,10 @@ cpdef object _resolve(str text, _Frame f)
 cpdef _emit_name(t, str qualified, _Frame f, list out)
 cpdef _count_paren(_Frame f, t)
 cpdef bint _continues(list raw, Py_ssize_t i) except -1
+@cython.locals(n=Py_ssize_t)
+cpdef object whole_line_region(str text, list raw)
+@cython.locals(k=str)
+cpdef bint _opens_line_region(str text, list raw, Py_ssize_t i, str qualified) except -1
+@cython.locals(n=Py_ssize_t, close=Py_ssize_t, kind=str, qualified=object, bare=str)
+cpdef Py_ssize_t _region_entries(str text, list raw, Py_ssize_t i, dialect, int depth,
+                                 list entries) except? -2

@@ -183,6 +183,101 @@ def prelex(text: str, raw: list, dialect: str | None = None) -> list[Token]:
     return PreLexer(text, raw, dialect).run()
 
 
+def whole_line_region(text: str, raw: list) -> list | None:
+    """The ops of a unit of the commonest shape, decided by the rules the pre-lexer would apply
+    to it (`run`) without running it: one op on one line (no results, a dotted name, operands)
+    whose line ends in a `{` that opens its region (`body_token`), and in that region, up to
+    the `}` that closes it (the unit's last item), a whole op on each line (`whole_line_op`:
+    `_packable`'s rules, in the region's frame) or an op of the same kind as the first (with
+    results or not) whose region is of the same shape (`op_from_line`, then `body_token`).
+    The region's entries: (index of the line item, qualified name, None) for a whole-line op,
+    (index, name, (index of its `}`, its region's entries)) for an op with a region. None for
+    any other unit. What the pre-lexer makes of such a unit is always the op's OP_NAME, BODY,
+    LBRACE_REGION, OPS tokens of runs of lines, [RESULTS] OP_NAME BODY LBRACE_REGION ...
+    RBRACE of the inner ops, RBRACE (parser.whole_line_unit builds its IR from the entries):
+    a function of host code costs a loop over its lines, not the pre-lexer's frames and tokens
+    and the plain parser's reading of them."""
+    n = len(raw)
+    if n < 4:
+        return None
+    head = raw[0]
+    close = raw[n - 1]
+    if close.kind != "}" or not close.line_start or head.kind != "line" or head.results_start >= 0:
+        return None
+    name = head.text
+    if "." not in name or not _opens_line_region(text, raw, 0, name):
+        return None
+    entries: list = []
+    if _region_entries(text, raw, 2, DEFAULT_DIALECT.get(name), 0, entries) != n - 1:
+        return None
+    return entries
+
+
+_WHOLE_LINE_DEPTH = 32  # regions nested deeper: the pre-lexer (and the plain parse's limit)
+
+
+def _opens_line_region(text: str, raw: list, i: int, qualified: str) -> bool:
+    """Is raw[i] a line item of an op `qualified` in custom form read as one BODY run, whose
+    line ends in a `{` that opens its region and that holds a line item first?"""
+    t = raw[i]
+    if (t.kind != "line" or t.cont or t.depth or t.end <= t.name_end
+            or qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER or i + 2 >= len(raw)):
+        return False
+    brace = raw[i + 1]
+    if brace.kind != "{" or brace.line_start:
+        return False
+    k = raw[i + 2].kind
+    if k != "line" and k != "gpuline":
+        return False
+    inner = DEFAULT_DIALECT.get(qualified)
+    resolve = _RESOLVERS.get(inner)
+    if resolve is None:
+        resolve = _RESOLVERS[inner] = _resolver(inner)
+    return opens_region(text, brace.start, False, False, resolve)
+
+
+def _region_entries(text: str, raw: list, i: int, dialect: str | None, depth: int,
+                    entries: list) -> int:
+    """The entries of the region whose first item is raw[i], in a frame of `dialect`
+    (whole_line_region); the index of its closing `}`, or -1 where it is of another shape."""
+    n = len(raw)
+    while i < n:
+        t = raw[i]
+        kind = t.kind
+        if kind == "}":
+            # Closes the region where the op before ended (its line, or its region's `}`).
+            return i if t.line_start else -1
+        if (kind != "line" and kind != "gpuline") or t.depth or t.cont:
+            return -1
+        qualified = t.text
+        if kind == "line" and "." not in qualified:
+            bare = qualified
+            qualified = qualify_op_name(bare, dialect)
+            if qualified is None:
+                if t.results_start < 0:
+                    return -1
+                qualified = f"{dialect}.{bare}" if dialect else bare  # _fallback_name
+        if i + 1 < n and raw[i + 1].kind == "{":  # an op with a region
+            if depth >= _WHOLE_LINE_DEPTH or not _opens_line_region(text, raw, i, qualified):
+                return -1
+            inner: list = []
+            close = _region_entries(text, raw, i + 2, DEFAULT_DIALECT.get(qualified),
+                                    depth + 1, inner)
+            if close < 0:
+                return -1
+            entries.append((i, qualified, (close, inner)))
+            i = close + 1
+            continue
+        if kind == "line" and (qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER):
+            return -1
+        # `_packable` also asks that the next item start an op (`_starts_op_line`) or close
+        # the region: each is asked that as it is read (a line item that starts none, or any
+        # other item but a `}`, returns -1), so none is asked twice.
+        entries.append((i, qualified, None))
+        i += 1
+    return -1
+
+
 class PreLexer:
     """The pre-lexer of one unit: a small set of named rules, applied to each item in turn.
 

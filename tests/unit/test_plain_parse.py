@@ -157,3 +157,84 @@ def test_generic_ops_and_aliases_take_the_plain_path_as_lark_reads_them():
 def test_a_cut_up_generic_op_parses_or_fails_as_with_lark(cut):
     for source in (GENERIC[:cut], GENERIC[:cut] + GENERIC[cut + 4:]):
         _parses_as_with_lark(source)
+
+
+# -- the whole-line path (parser.whole_line_unit): no pre-lexer, no plain parse --------------------
+
+def _whole_line_agrees(source: str, dialect: str | None) -> bool:
+    """Did the whole-line path read `source`? Where it did, the pre-lexer takes the unit
+    without an error and the plain parse of its tokens builds the same IR (every field)."""
+    raw = tokenize_lines(source, 0, len(source), OP_WORDS)
+    fast = parser.whole_line_unit(source, list(raw))
+    if fast is None:
+        return False
+    tokens = prelex(source, list(raw), dialect)  # raises if it would have been an error
+    assert tokens[0].type == "OP_NAME" and tokens[-1].type == "RBRACE"
+    assert dump(fast) == dump(parser._plain_parse(list(tokens))), source[:300]
+    return True
+
+
+def _whole_line_count(text: str) -> tuple[int, int]:
+    taken = units = 0
+    for unit, dialect in _leaf_units(text):
+        units += 1
+        taken += _whole_line_agrees(text[unit.start:unit.end], dialect)
+    return taken, units
+
+
+def test_whole_line_path_builds_what_the_plain_path_builds_on_host_code():
+    import sys
+    sys.path.insert(0, str(BENCHMARKS))
+    from gen_host import generate
+
+    taken, units = _whole_line_count(generate(3000))
+    assert taken > units // 2  # most functions of host code take it
+
+
+@pytest.mark.parametrize("name,text", _texts(), ids=[n for n, _ in _texts()])
+def test_whole_line_path_builds_what_the_plain_path_builds_on_fixture(name, text):
+    _whole_line_count(text)
+
+
+@pytest.mark.parametrize("corpus", list(CORPORA))
+def test_whole_line_path_builds_what_the_plain_path_builds_on_corpus(corpus):
+    require_corpus(corpus)
+    folder = CORPORA[corpus][0]
+    taken = 0
+    for entry in manifest(corpus):
+        taken += _whole_line_count(
+            (folder / entry["path"]).read_text(encoding="utf-8", errors="replace"))[0]
+    assert taken  # the path is exercised on real IR too
+
+
+_EDITS = ["", " ", ",", "(", ")", "{", "}", "[", "]", "\n", "// c\n", "%x = ", "return\n",
+          "\"s\"", "<", ">", "gpu.wait\n", "^bb1:\n", "= ", "->", ":", "async ", "{-#", "é",
+          "scf.if %c {\n", "%r = scf.if %c -> (index) {\n", "} else {\n", "}\n", "loc(#l)\n",
+          "scf.yield\n", "return\n}\n", "func.func @g() {\n", "attributes {a} {\n"]
+
+
+def test_whole_line_path_on_edited_host_functions():
+    """Random edits of host functions (a piece dropped, replaced or inserted anywhere): where
+    the whole-line path reads the unit, the pre-lexer raises nothing and the plain parse
+    builds the same IR; elsewhere the path leaves it to them (returns None)."""
+    import random
+    import sys
+    sys.path.insert(0, str(BENCHMARKS))
+    from gen_host import generate
+
+    text = generate(300)
+    functions = [text[u.start:u.end] for u, d in _leaf_units(text)
+                 if text.startswith("func.func", u.start)]
+    rng = random.Random(29)
+    taken = 0
+    for _ in range(10_000):
+        source = rng.choice(functions)
+        at = rng.randrange(len(source) + 1)
+        cut = at + rng.choice([0, 0, 1, 2, 5])
+        source = source[:at] + rng.choice(_EDITS) + source[cut:]
+        for dialect in (TOP_LEVEL_DIALECT, None):
+            try:
+                taken += _whole_line_agrees(source, dialect)
+            except PrelexError as e:
+                raise AssertionError(f"taken, but the pre-lexer raises {e.message}: {source}") from e
+    assert taken > 2000
