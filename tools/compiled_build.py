@@ -37,6 +37,9 @@ MODULES = (
     "gpu_async_lsp.async_region.lowerable",
     "gpu_async_lsp.async_region.findings",
     "gpu_async_lsp.async_region.suppression",
+    "gpu_async_lsp.async_region.plan",  # the planned edits a fix renders (check --fix)
+    "gpu_async_lsp.async_region.execute",
+    "gpu_async_lsp.edits",  # a fix's edits sorted, checked and applied per block
     "gpu_async_lsp.ide.host",
     "gpu_async_lsp.ide.units",
     "gpu_async_lsp.ide.sharing",
