@@ -107,8 +107,8 @@ def test_brace_scan_is_the_brace_expressions_on_the_corpora_and_generated_code(w
 _BRACE_ALPHABET = ["{", "}", '"', "\\", "/", "//", "\n", "\r\n", "a", " ", "{-#", "#-}", "#",
                    "-", "é", "字", '"x"', '\\"', "\\\n", '{"', "\u2028", "%v = op {", "}\n",
                    "\x00"]
-# Texts of 1-byte characters only (ASCII, `é`) are scanned by the build's memchr path
-# (linescan.pxd), the others (`字`, U+2028) by its loop: the random texts hold both.
+# Texts of 1-byte characters only (ASCII, `é`; str.find is memchr there) and wider ones
+# (`字`, U+2028): the random texts hold both.
 
 
 def _random_spans(seed: int, alphabet: list[str], longest: int, count: int = 20_000):
