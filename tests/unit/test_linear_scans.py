@@ -275,6 +275,20 @@ def test_parse_nested_scf_for_linear(path):
 
 
 @PATHS
+def test_parse_many_sibling_regions_of_whole_lines_linear(path):
+    """The shape `parser.whole_line_unit` builds without the pre-lexer: a function whose
+    regions (and theirs) hold a whole op on each line."""
+    def make(n):
+        body = "  %c0 = arith.constant 0 : index\n"
+        body += "".join(f"  scf.for %i{i} = %c0 to %n step %n {{\n"
+                        f"    %v{i} = arith.addf %x, %x : f32\n"
+                        f"    scf.if %b {{\n      gpu.memcpy %buf, %buf : memref<?xf32>, "
+                        f"memref<?xf32>\n    }}\n  }}\n" for i in range(n))
+        return _function(body)
+    assert_linear(path, make, 300)
+
+
+@PATHS
 def test_parse_nested_generic_regions_linear(path):
     assert_linear(path, lambda n: _function(
         '  "test.r"() ({\n' * n + "  }) : () -> ()\n" * n), 450)

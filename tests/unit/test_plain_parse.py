@@ -182,13 +182,18 @@ def _whole_line_count(text: str) -> tuple[int, int]:
     return taken, units
 
 
-def test_whole_line_path_builds_what_the_plain_path_builds_on_host_code():
+@pytest.mark.parametrize("layout", ["lf", "crlf", "non-ascii", "tabs"])
+def test_whole_line_path_builds_what_the_plain_path_builds_on_host_code(layout):
     import sys
     sys.path.insert(0, str(BENCHMARKS))
     from gen_host import generate
 
-    taken, units = _whole_line_count(generate(3000))
-    assert taken > units // 2  # most functions of host code take it
+    text = generate(3000)
+    text = {"lf": text, "crlf": text.replace("\n", "\r\n"),
+            "non-ascii": text.replace("// Host step", "// é → 字 Host step"),
+            "tabs": text.replace("    ", "\t")}[layout]
+    taken, units = _whole_line_count(text)
+    assert taken == units  # every function of generated host code takes it
 
 
 @pytest.mark.parametrize("name,text", _texts(), ids=[n for n, _ in _texts()])
