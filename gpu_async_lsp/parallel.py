@@ -294,9 +294,10 @@ class Claims:
 def from_both_ends(n: int, front, back, *args):
     """Items 0..n-1 shared by this process and a forked one: this one makes `front(i)` for
     the items it takes from the first on, the other runs `back(*args, ends)`, which takes
-    them from the last back (`TwoEnds.back`) and returns their results as a stream of
-    pickles (`pickled_each`). This process's results in order and the other's in its order
-    ([] if it died: the caller does the rest), or None if no process can be had."""
+    them from the last back (`TwoEnds.back`) and returns their results (as a stream of
+    pickles, `pickled_each`, which the caller unpickles when it needs them). This process's
+    results in order and what `back` returned (None if the process died: the caller does
+    the rest), or None if no process can be had."""
     ends = TwoEnds(n)
     try:
         try:
@@ -309,9 +310,9 @@ def from_both_ends(n: int, front, back, *args):
             receive.cancel()
             raise
         try:
-            theirs = unpickled(receive())
+            theirs = receive()
         except RuntimeError:  # the process died (out of memory, killed)
-            theirs = []
+            theirs = None
     finally:
         ends.close()
     return ours, theirs

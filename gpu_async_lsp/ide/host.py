@@ -8,11 +8,12 @@
    (`syntax.iter_units`: top-level ops and the children of modules); each leaf unit's result
    is looked up in the cache by its text, dialect, device flag, what comments outside it hide
    and the settings (`_place`);
-3. the units not cached are analysed at once, each distinct one once (`ide.units.analyze_unit`;
+3. aliases used and defined nowhere, and the problems of suppression comments outside every
+   unit, are found in the whole text;
+4. the units not cached are analysed at once, each distinct one once (`ide.units.analyze_unit`;
    a big batch, or a big text of many chunks, is shared with a forked process:
-   `ide.sharing`);
-4. aliases used and defined nowhere, and the problems of suppression comments outside every
-   unit, are found in the whole text.
+   `ide.sharing`). Given an `EarlyPublication`, a shared batch's diagnostics are published
+   as soon as both processes are done, before the other's results are loaded and joined.
 
 A 50k-line file with a one-character edit costs a brace scan and one function's parse.
 Results are kept in an `ide.cache.UnitCache`, bounded by what is open.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+from typing import Protocol
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import Finding, suppression
@@ -43,10 +45,27 @@ from gpu_async_lsp.ide.units import (
     syntax_finding,
 )
 from gpu_async_lsp.syntax import iter_units, split_chunks, undefined_aliases
+from gpu_async_lsp.text import positions_of
 
 # A named tuple made from a tuple in C: its class's own __new__ is Python, and a first open
 # places every unit twice (its text, then its result) before and after the forked process.
 _new = tuple.__new__
+
+
+class EarlyPublication(Protocol):
+    """The first diagnostics of a big batch shared with a forked process, published before
+    that process's results are loaded and joined (the server's `_EarlyPublication`): the
+    fragment of a unit's diagnostics where it lies, made (and kept on the result) in either
+    process; a fragment the other process made, kept on the result rebuilt here; and the
+    publication of the header findings and the fragments of every unit, in text order."""
+
+    encoding: str
+
+    def fragment(self, result: UnitResult, line: int, character: int) -> str: ...
+
+    def adopt(self, result: UnitResult, line: int, character: int, text: str) -> None: ...
+
+    def publish(self, text: str, headers: list[Finding], parts: list[str]) -> None: ...
 
 
 class Analyzer:
@@ -69,19 +88,23 @@ class Analyzer:
 
     def analyze(self, text: str, version: int | None = None,
                 previous: DocumentAnalysis | None = None,
-                encoding: str | None = None) -> DocumentAnalysis:
+                encoding: str | None = None,
+                early: EarlyPublication | None = None) -> DocumentAnalysis:
         """The analysis of `text`. Given the analysis of an earlier text of the same document,
         an edit inside one function's body re-analyses that unit only (no re-split).
         `encoding`: the one the findings will be placed in (`UnitResult.positions`); a big
-        batch's units get their positions where they are analysed, in either process."""
+        batch's units get their positions where they are analysed, in either process.
+        `early` (in `encoding`): publishes a shared batch's diagnostics before the analysis
+        is done (and is not called otherwise)."""
         with gc_paused():
-            result = self._analyze(text, version, previous, encoding)
+            result = self._analyze(text, version, previous, encoding, early)
             # Objects the cycle collector tracks that this analysis added (it did not run).
             self.last_allocations = gc.get_count()[0]
         return result
 
     def _analyze(self, text: str, version: int | None, previous: DocumentAnalysis | None,
-                 encoding: str | None = None) -> DocumentAnalysis:
+                 encoding: str | None = None,
+                 early: EarlyPublication | None = None) -> DocumentAnalysis:
         if previous is not None and previous.text is not text and previous.options == self._options:
             quick = self._reuse(text, version, previous)
             if quick is not None:
@@ -98,24 +121,32 @@ class Analyzer:
                                           encoding)
         if shared is not None:
             headers, placed, containers, errors = shared
+            errors |= _undefined_aliases(text, chunks, headers)
+            if marked:
+                headers.extend(_problems_outside_units(text, placed))
         else:
             headers, placed, containers = [], [], []
             memo: dict = {}  # container headers of this text, parsed once each
             errors = False
             for span in chunks:
                 errors |= self._place(text, span, headers, placed, containers, marked, memo)
-            errors |= self._fill_missing(placed, encoding)
-        errors |= _undefined_aliases(text, chunks, headers)
-        if marked:
-            headers.extend(_problems_outside_units(text, placed))
+            # Before the units are analysed: an early publication has every header finding.
+            errors |= _undefined_aliases(text, chunks, headers)
+            if marked:
+                headers.extend(_problems_outside_units(text, placed))
+            if early is not None and early.encoding != encoding:
+                early = None
+            errors |= self._fill_missing(placed, encoding, text, headers, early)
         return DocumentAnalysis(version, text, placed, headers, errors, self.strict,
                                 containers, chunks, semantics=self.semantics,
                                 options=self._options)
 
-    def _fill_missing(self, placed: list[PlacedUnit], encoding: str | None) -> bool:
+    def _fill_missing(self, placed: list[PlacedUnit], encoding: str | None, text: str = "",
+                      headers: list[Finding] | None = None,
+                      early: EarlyPublication | None = None) -> bool:
         """The leaf units whose results were not cached (`_place` left their text): analysed
         now, all at once, each distinct one once (a text may hold the same unit many times),
-        and cached. Any syntax error?"""
+        and cached. Any syntax error? `early`: see `_early`."""
         missing: dict[tuple, list[int]] = {}
         for i, p in enumerate(placed):
             if isinstance(p.result, str):
@@ -123,7 +154,11 @@ class Analyzer:
         if not missing:
             return False
         errors = False
-        results = self._analyze_units(list(missing), encoding)
+        keys = list(missing)
+        shared_early = None
+        if early is not None and self.share_big_batches and sharing.worth_sharing(keys):
+            shared_early = _early(text, placed, missing, headers or [], early)
+        results = self._analyze_units(keys, encoding, shared_early)
         options = self._options
         self.cache.put_many([((*key, options), result) for key, result in zip(missing, results)])
         for where, result in zip(missing.values(), results):
@@ -161,13 +196,14 @@ class Analyzer:
             errors |= cached.syntax_error
         return errors
 
-    def _analyze_units(self, units: list[tuple], encoding: str | None = None) -> list[UnitResult]:
+    def _analyze_units(self, units: list[tuple], encoding: str | None = None,
+                       early: sharing.Early | None = None) -> list[UnitResult]:
         """Results of leaf units (text, dialect, device, outside), in order. A big batch (a
         first open) is shared with a forked process, whose results come back without their
         IR."""
         options = self._options
-        shared = (sharing.shared_results(units, options, encoding) if self.share_big_batches
-                  else None)
+        shared = (sharing.shared_results(units, options, encoding, early)
+                  if self.share_big_batches else None)
         if shared is None:
             return [analyze_unit(source, d, dev, *options, around)
                     for source, d, dev, around in units]
@@ -233,6 +269,45 @@ class Analyzer:
         return result
 
 
+def _early(text: str, placed: list[PlacedUnit], missing: dict[tuple, list[int]],
+           headers: list[Finding], publisher: EarlyPublication) -> sharing.Early:
+    """The early publication of a document whose `missing` units (key -> the indices in
+    `placed` where it lies) are shared with a forked process: when both are done, the
+    fragment of each unit in text order, this process's formatted here, the other's as it
+    formatted them (where a unit it analysed lies a second time, its result is needed: no
+    early publication, the usual one follows the join)."""
+    places = positions_of(text, [p.base for p in placed], publisher.encoding)
+    firsts = [where[0] for where in missing.values()]
+    key_of: dict[int, int] = {}  # index in placed -> index of its key in missing
+    for k, where in enumerate(missing.values()):
+        for i in where:
+            key_of[i] = k
+    n = len(firsts)
+    fragment = publisher.fragment
+
+    def received(ours: list[UnitResult], theirs: list[str]) -> None:
+        parts = []
+        for i, p in enumerate(placed):
+            result = p.result
+            if isinstance(result, str):
+                k = key_of[i]
+                if k >= len(ours):  # the other process's
+                    back = n - 1 - k
+                    if back >= len(theirs) or firsts[k] != i:
+                        return
+                    if theirs[back]:
+                        parts.append(theirs[back])
+                    continue
+                result = ours[k]
+            if result.findings:
+                piece = fragment(result, *places[i])
+                if piece:
+                    parts.append(piece)
+        publisher.publish(text, headers, parts)
+
+    return sharing.Early([places[i] for i in firsts], publisher, received)
+
+
 # Per-document results that may survive an edit inside one unit (see features.symbol_table).
 CARRIED_MEMOS = ("symtab",)
 MAX_CARRIED_EDITS = 64
@@ -287,7 +362,10 @@ def _problems_outside_units(text: str, placed: list[PlacedUnit]) -> list[Finding
     out = []
     for d in suppression.directives(text):
         i = bisect.bisect_right(bases, d.start) - 1
-        if i < 0 or d.start >= placed[i].end:
+        if i >= 0:  # its result, or its text while it is not analysed yet
+            result = placed[i].result
+            end = placed[i].base + len(result if isinstance(result, str) else result.source)
+        if i < 0 or d.start >= end:
             out.extend(d.problems)
     return out
 

@@ -60,39 +60,67 @@ def _place(p) -> tuple[int, int]:
 
 # -- diagnostics --------------------------------------------------------------------------------
 
-def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding: str,
-                severity: dict[str, Severity | None]) -> str:
-    """publishDiagnostics for an analysis, as JSON text assembled from one cached fragment
-    per unit: a unit whose place (line, column) and findings did not change since the last
+class Fragments:
+    """The diagnostics of units as JSON fragments, for one publication's uri, encoding and
+    severities: a unit's fragment is kept on its result with the place it was made for, so
+    that a unit whose place (line, column) and findings did not change since the last
     publication costs nothing (a keystroke re-renders one unit). `severity`: each code's
-    severity; a code mapped to None is not published (not selected, or ignored), and the
-    fragments are kept with its content. Without a line index of the text (a first
-    analysis), the places of the units are counted in one pass (text.positions_of)."""
-    table = tuple(severity.items())
-    headers = [f for f in a.header_findings if severity.get(f.code, f.severity) is not None]
-    if index is None and headers:
-        index = LineIndex(a.text)
-    parts = [json.dumps(convert.diagnostic_json(uri, index, f, encoding, severity))
-             for f in headers]
-    placed = [unit for unit in a.units if unit.result.findings]
-    if index is None:
-        bases = positions_of(a.text, [unit.base for unit in placed], encoding)
-    else:
-        bases = index.line_columns([unit.base for unit in placed], encoding)
-    tails: dict = {}  # the text after each diagnostic's range, by message (convert.py)
-    for unit, (line, character) in zip(placed, bases, strict=True):
-        result = unit.result
-        key = (uri, encoding, line, character, table)
+    severity; a code mapped to None is not published (not selected, or ignored)."""
+
+    __slots__ = ("uri", "encoding", "severity", "table", "tails")
+
+    def __init__(self, uri: str, encoding: str, severity: dict[str, Severity | None]):
+        self.uri, self.encoding, self.severity = uri, encoding, severity
+        self.table = tuple(severity.items())
+        self.tails: dict = {}  # the text after each diagnostic's range, by message (convert.py)
+
+    def published(self, f) -> bool:
+        return self.severity.get(f.code, f.severity) is not None
+
+    def fragment(self, result, line: int, character: int) -> str:
+        """The diagnostics of a unit's result whose text starts at (line, character)."""
+        key = (self.uri, self.encoding, line, character, self.table)
         cached = result.fragment
         if cached is None or cached[0] != key:
-            positions = result.positions(encoding)
+            uri, severity, tails = self.uri, self.severity, self.tails
+            positions = result.positions(self.encoding)
             text = ",".join(convert.placed_diagnostic_text(
                 uri, f, line, character, start, end, related, severity, tails)
                 for f, (start, end, related) in zip(result.findings, positions, strict=True)
                 if severity.get(f.code, f.severity) is not None)
             cached = result.fragment = (key, text)
-        if cached[1]:
-            parts.append(cached[1])
+        return cached[1]
+
+    def adopt(self, result, line: int, character: int, text: str) -> None:
+        """Keep on `result` its fragment at (line, character), made elsewhere."""
+        result.fragment = ((self.uri, self.encoding, line, character, self.table), text)
+
+    def headers(self, index: LineIndex, findings: list) -> list[str]:
+        """The JSON text of each of the (published) findings of container headers."""
+        return [json.dumps(convert.diagnostic_json(self.uri, index, f, self.encoding,
+                                                   self.severity)) for f in findings]
+
+
+def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding: str,
+                severity: dict[str, Severity | None]) -> str:
+    """publishDiagnostics for an analysis, as JSON text assembled from one cached fragment
+    per unit (`Fragments`). Without a line index of the text (a first analysis), the places
+    of the units are counted in one pass (text.positions_of)."""
+    fragments = Fragments(uri, encoding, severity)
+    headers = [f for f in a.header_findings if fragments.published(f)]
+    if index is None and headers:
+        index = LineIndex(a.text)
+    parts = fragments.headers(index, headers) if headers else []
+    placed = [unit for unit in a.units if unit.result.findings]
+    if index is None:
+        bases = positions_of(a.text, [unit.base for unit in placed], encoding)
+    else:
+        bases = index.line_columns([unit.base for unit in placed], encoding)
+    fragment = fragments.fragment
+    for unit, (line, character) in zip(placed, bases, strict=True):
+        text = fragment(unit.result, line, character)
+        if text:
+            parts.append(text)
     return publication_of(uri, a.version, parts)
 
 

@@ -403,10 +403,12 @@ async def test_analysis_that_raises_is_reported_and_requests_answer(start_server
 async def test_big_first_open_is_shared_with_a_process_and_answers_like_check(start_server):
     """A first open of 400k characters or more is analysed by the server and a forked process
     together (the server's reader thread waits on stdin meanwhile: a multiprocessing child
-    hung there). The diagnostics are check's; hover and definition work in the half whose
-    units came back without IR."""
+    hung there). The diagnostics are check's, published once (before the other process's
+    results are joined), at the places check gives; hover and definition work in the half
+    whose units came back without IR."""
     from gpu_async_lsp.async_region import analyze
     from gpu_async_lsp.syntax import parse_document
+    from gpu_async_lsp.text import LineIndex
 
     session = await start_server("vscode")
     uri = "file:///e2e/long/first_open.mlir"
@@ -414,8 +416,11 @@ async def test_big_first_open_is_shared_with_a_process_and_answers_like_check(st
     assert len(text) > 400_000
     diagnostics = await session.open_and_wait(uri, text)
     expected = analyze(parse_document(text)).findings
-    assert sorted((d.code, d.message) for d in diagnostics) == sorted(
-        (f.code, f.message) for f in expected)
+    lines = LineIndex(text)
+    places = [lines.position(f.start, session.encoding) for f in expected]
+    assert sorted((d.code, d.message, d.range.start.line, d.range.start.character)
+                  for d in diagnostics) == sorted(
+        (f.code, f.message, p.line, p.character) for f, p in zip(expected, places))
     last = text.rindex("gpu.memcpy")
     hover = await asyncio.wait_for(session.client.text_document_hover_async(types.HoverParams(
         types.TextDocumentIdentifier(uri=uri), position(text, last + 4, session.encoding))),
@@ -429,6 +434,7 @@ async def test_big_first_open_is_shared_with_a_process_and_answers_like_check(st
     targets = found if isinstance(found, list) else [found]
     starts = [getattr(t, "target_selection_range", None) or t.range for t in targets]
     assert [s.start for s in starts] == [position(text, definition, session.encoding)]
+    assert len(session.published_for(uri)) == 1  # the requests waited for the join
 
 
 async def test_big_first_open_of_many_chunks_is_split_by_two_processes(start_server):

@@ -607,7 +607,7 @@ def test_a_mid_size_first_analysis_leaves_the_collector_nothing_to_traverse():
     state = DocState("file:///mid.mlir")
     frozen = gc.get_freeze_count()
     try:
-        result, _, publication, allocations = GpuAsyncServer._prepare(
+        result, _, publication, allocations, _ = GpuAsyncServer._prepare(
             Analyzer(), state, text, 1, "utf-16", {})
         assert FREEZE_AFTER_ALLOCATIONS <= allocations < 5 * FREEZE_AFTER_ALLOCATIONS
         assert gc.get_freeze_count() - frozen >= allocations // 2  # what it made is frozen
