@@ -1113,6 +1113,24 @@ def test_check_leaves_nothing_for_the_cycle_collector(monkeypatch, options):
             gc.enable()
 
 
+def test_check_holds_what_the_last_file_made_and_frees_the_one_before():
+    """What a file's check made (its edits, findings) is freed when the next file's are made,
+    not on return (the command exits without freeing the last's): one file's worth held."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from gen_host import generate as generate_host
+
+    first = generate_host(300) + BLOCKED
+    opts = cli.CheckOptions(fix=True)
+    cli.check_text(first, "a.mlir", opts)
+    held = list(cli._LAST_CHECKED)
+    assert held and any(len(x) for x in held if hasattr(x, "__len__"))
+    # Referred to by the holder, `held`, `x` and getrefcount's argument.
+    assert all(sys.getrefcount(x) == 4 for x in held)
+    cli.check_text(generate_host(200), "b.mlir", opts)
+    assert all(x is not y for x in held for y in cli._LAST_CHECKED)
+    assert all(sys.getrefcount(x) == 3 for x in held)  # no longer by the holder
+
+
 def test_check_of_host_code_imports_only_what_it_uses(tmp_path):
     """A `check --fix` of plain host code (no config file, text output, one process) does not
     import what it does not use: Lark (no unit needs it), tomllib, difflib, urllib, logging,

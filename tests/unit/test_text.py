@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -156,6 +158,18 @@ def _reference_moved(edits: list, offset: int) -> int:
     return offset + sum(len(e.new_text) - (e.end - e.start) for e in edits if e.start <= offset)
 
 
+def test_sorted_edits_pickled_keep_offsets_past_32_bits():
+    """A part's offsets go as 32-bit integers where they fit, else as 64-bit ones."""
+    from gpu_async_lsp.edits import SortedEdits
+
+    far = 1 << 33
+    edits = [TextEdit(far, far, "é"), TextEdit(far + 5, far + 7, ""), TextEdit(3, 3, "ab")]
+    flat = SortedEdits.of(edits)
+    loaded = pickle.loads(pickle.dumps(flat))
+    assert loaded == flat and loaded.to_list() == sort_edits(edits)
+    assert loaded.mover()(far + 9) == far + 9 + 2 + 1 - 2
+
+
 def test_sorted_edits_apply_move_and_join_as_text_edits_do():
     """SortedEdits (the flat edits `check` joins from its shares, and apply_edits): applying,
     moving offsets and joining parts in text order give what applying the edits one by one
@@ -196,6 +210,15 @@ def test_sorted_edits_apply_move_and_join_as_text_edits_do():
         backwards = SortedEdits.of(ordered[k:])
         backwards.extend(SortedEdits.of(ordered[:k]))
         assert backwards == flat
+        # As a block's parts arrive from the process that made them (machine integers, the
+        # texts joined): the same edits, applied, moved and joined alike.
+        loaded = pickle.loads(pickle.dumps(applied, pickle.HIGHEST_PROTOCOL))
+        assert loaded.apply(text) == _reference_apply(text, edits)
+        assert [loaded.mover()(o) for o in range(len(text) + 1)] == want
+        assert loaded == flat and loaded.to_list() == ordered
+        mixed = pickle.loads(pickle.dumps(SortedEdits.of(ordered[k:]), pickle.HIGHEST_PROTOCOL))
+        mixed.extend(SortedEdits.of(ordered[:k]))  # out of order: sorted again
+        assert mixed == flat and pickle.loads(pickle.dumps(mixed)) == flat
     with pytest.raises(OverlappingEditsError):
         SortedEdits.of([TextEdit(0, 3, "x"), TextEdit(2, 4, "y")])
     late = SortedEdits.of([TextEdit(2, 4, "y")])
