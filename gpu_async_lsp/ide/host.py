@@ -121,19 +121,17 @@ class Analyzer:
                                           encoding)
         if shared is not None:
             headers, placed, containers, errors = shared
-            errors |= _undefined_aliases(text, chunks, headers)
-            if marked:
-                headers.extend(_problems_outside_units(text, placed))
         else:
             headers, placed, containers = [], [], []
             memo: dict = {}  # container headers of this text, parsed once each
             errors = False
             for span in chunks:
                 errors |= self._place(text, span, headers, placed, containers, marked, memo)
-            # Before the units are analysed: an early publication has every header finding.
-            errors |= _undefined_aliases(text, chunks, headers)
-            if marked:
-                headers.extend(_problems_outside_units(text, placed))
+        # Before the units left are analysed: an early publication has every header finding.
+        errors |= _undefined_aliases(text, chunks, headers)
+        if marked:
+            headers.extend(_problems_outside_units(text, placed))
+        if shared is None:
             if early is not None and early.encoding != encoding:
                 early = None
             errors |= self._fill_missing(placed, encoding, text, headers, early)

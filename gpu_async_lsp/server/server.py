@@ -15,6 +15,7 @@ server/protocol.py; how the heap is kept small in server/heap.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -396,7 +397,8 @@ class GpuAsyncServer(LanguageServer):
                 index = None
             # Published already (the loop sent it while this thread joined the results):
             # the same text, made of the same fragments (tested), is not made again.
-            publication = None if early is not None and early.delivered else responses.diagnostics(
+            delivered = early is not None and early.delivered
+            publication = None if delivered else responses.diagnostics(
                 state.uri, result, index, encoding, severity)
             allocations = gc.get_count()[0]
             freeze_if_big(allocations)
@@ -486,12 +488,10 @@ class _EarlyPublication(responses.Fragments):
     `ide.host.EarlyPublication`) as soon as both processes are done, while the analysis
     thread loads and joins the other's results (at 500k lines of host code, 130 ms that the
     client waited for). The analysis thread assembles the notification; the event loop
-    sends it if the analysed version is still the document's, as `_adopt` would, while the
-    analysis thread waits: the write of a big one (30 MB at 500k lines) is many system
-    calls, each of which waited for the interpreter lock while that thread joined results
-    (a third of the time saved was lost)."""
+    sends it if the analysed version is still the document's, as `_adopt` would. (The
+    analysis thread waiting until it was sent measured the same.)"""
 
-    __slots__ = ("server", "loop", "state", "text", "version", "delivered", "_done")
+    __slots__ = ("server", "loop", "state", "text", "version", "delivered")
 
     def __init__(self, server: GpuAsyncServer, loop, state: DocState, text: str, version,
                  severity):
@@ -499,32 +499,24 @@ class _EarlyPublication(responses.Fragments):
         self.server, self.loop, self.state = server, loop, state
         self.text, self.version = text, version
         self.delivered = False  # set on the event loop once sent
-        self._done = Event()
 
     def publish(self, text: str, headers: list, parts: list[str]) -> None:
-        """In the analysis thread: the publication, handed to the event loop; returns once
-        the loop has sent it (or found it out of date)."""
+        """In the analysis thread: the publication, handed to the event loop."""
         kept = [f for f in headers if self.published(f)]
         if kept:
             parts = [*self.headers(LineIndex(text), kept), *parts]
         body = responses.publication_of(self.uri, self.version, parts)
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the server is exiting
             self.loop.call_soon_threadsafe(self._deliver, body)
-        except RuntimeError:  # the loop is closed: the server is exiting
-            return
-        self._done.wait(ANALYSIS_TIMEOUT)
 
     def _deliver(self, body: str) -> None:
-        try:
-            server, state = self.server, self.state
-            doc = server.current(state.uri)
-            if doc is None or not server._is_current(state) or doc.version != self.version \
-                    or doc.source is not self.text:
-                return  # changed meanwhile: nothing of an older version is published
-            server.protocol.send_json_text(body)
-            self.delivered = True
-        finally:
-            self._done.set()
+        server, state = self.server, self.state
+        doc = server.current(state.uri)
+        if doc is None or not server._is_current(state) or doc.version != self.version \
+                or doc.source is not self.text:
+            return  # changed meanwhile: nothing of an older version is published
+        server.protocol.send_json_text(body)
+        self.delivered = True
 
 
 def _path_of(uri: str) -> str | None:
