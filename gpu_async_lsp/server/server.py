@@ -15,7 +15,6 @@ server/protocol.py; how the heap is kept small in server/heap.py.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
@@ -485,13 +484,14 @@ class GpuAsyncServer(LanguageServer):
 
 class _EarlyPublication(responses.Fragments):
     """The diagnostics of a first open shared with a forked process, published (an
-    `ide.host.EarlyPublication`) as soon as both processes are done, while the analysis
+    `ide.host.EarlyPublication`) as soon as both processes are done, before the analysis
     thread loads and joins the other's results (at 500k lines of host code, 130 ms that the
     client waited for). The analysis thread assembles the notification; the event loop
-    sends it if the analysed version is still the document's, as `_adopt` would. (The
-    analysis thread waiting until it was sent measured the same.)"""
+    sends it if the analysed version is still the document's, as `_adopt` would, while the
+    analysis thread waits: the loop needs the interpreter lock to send, which the joining
+    thread would hold (without the wait, 50k lines were published 4-8 ms later)."""
 
-    __slots__ = ("server", "loop", "state", "text", "version", "delivered")
+    __slots__ = ("server", "loop", "state", "text", "version", "delivered", "_done")
 
     def __init__(self, server: GpuAsyncServer, loop, state: DocState, text: str, version,
                  severity):
@@ -499,24 +499,32 @@ class _EarlyPublication(responses.Fragments):
         self.server, self.loop, self.state = server, loop, state
         self.text, self.version = text, version
         self.delivered = False  # set on the event loop once sent
+        self._done = Event()
 
     def publish(self, text: str, headers: list, parts: list[str]) -> None:
-        """In the analysis thread: the publication, handed to the event loop."""
+        """In the analysis thread: the publication, handed to the event loop; returns once
+        the loop has sent it (or found it out of date)."""
         kept = [f for f in headers if self.published(f)]
         if kept:
             parts = [*self.headers(LineIndex(text), kept), *parts]
         body = responses.publication_of(self.uri, self.version, parts)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the server is exiting
+        try:
             self.loop.call_soon_threadsafe(self._deliver, body)
+        except RuntimeError:  # the loop is closed: the server is exiting
+            return
+        self._done.wait(ANALYSIS_TIMEOUT)
 
     def _deliver(self, body: str) -> None:
-        server, state = self.server, self.state
-        doc = server.current(state.uri)
-        if doc is None or not server._is_current(state) or doc.version != self.version \
-                or doc.source is not self.text:
-            return  # changed meanwhile: nothing of an older version is published
-        server.protocol.send_json_text(body)
-        self.delivered = True
+        try:
+            server, state = self.server, self.state
+            doc = server.current(state.uri)
+            if doc is None or not server._is_current(state) or doc.version != self.version \
+                    or doc.source is not self.text:
+                return  # changed meanwhile: nothing of an older version is published
+            server.protocol.send_json_text(body)
+            self.delivered = True
+        finally:
+            self._done.set()
 
 
 def _path_of(uri: str) -> str | None:
