@@ -122,6 +122,33 @@ async def test_encoding_non_ascii_fixture_ranges_match_check(encoded, encoding, 
     assert encoded.applied(fix_all, uri) == check_fix(text)
 
 
+async def test_encoding_big_first_open_crlf_non_ascii_ranges_match_check(encoded, encoding,
+                                                                         uri):
+    """A first open of units of 400k characters or more, shared with a forked process and
+    published before its results are joined: CRLF, non-ASCII before and after the ops; every
+    range in the negotiated encoding is check's, published once."""
+    import bisect
+
+    from tests.e2e.lsp_session import line_starts, units
+
+    text = "".join(DOC.replace('@"größe🚀"', f'@"größe🚀{i}"').replace("@blocked", f"@blocked{i}")
+                   for i in range(1300)).replace("\n", "\r\n")
+    assert len(text) > 600_000  # units of 529k characters: shared (400k or more)
+    diagnostics = await encoded.open_and_wait(uri, text)
+    starts = line_starts(text)
+
+    def place(offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(starts, offset) - 1
+        return line, units(text[starts[line]:offset], encoding)
+
+    expected = sorted((f.code, int(f.severity), f.message, (*place(f.start), *place(f.end)))
+                      for f in analyze(text).findings)
+    assert len(expected) > 1000
+    assert sorted(diag_summary(d) for d in diagnostics) == expected
+    await encoded.code_actions(uri)  # answered once the other process's results are joined
+    assert len(encoded.published_for(uri)) == 1
+
+
 def _pos(text: str, offset: int, encoding: str) -> tuple[int, int]:
     p = position(text, offset, encoding)
     return (p.line, p.character)
