@@ -109,6 +109,36 @@ def test_early_publication_equals_one_process_crlf_non_ascii_headers(encoding):
     assert sent == [_one_process(text, encoding, severity)] != [reference]
 
 
+def test_early_publication_of_broken_text_equals_one_process():
+    """Ops broken inside functions (NULs, wide characters, stray parentheses, block labels,
+    garbage words: what leaves the units where they are) and a few units broken whole
+    (unclosed braces and strings): the early publication is the one-process one, syntax
+    findings included; where the units collapse (an unclosed brace takes the rest of the
+    text) nothing is shared and the one publication is the same."""
+    import random
+
+    rng = random.Random(11)
+    inner = ["%", "gpu.wait", "\x00", "字", "\N{GRINNING FACE}", "(", ")", "^bb0:", "= =",
+             "#map", "!t", "%a = "]
+    lines = generate(12000, seed=5).split("\n")
+    for _ in range(400):
+        k = rng.randrange(len(lines))
+        if lines[k].startswith("    "):  # inside a function
+            cut = rng.randrange(4, len(lines[k]) + 1)
+            lines[k] = lines[k][:cut] + rng.choice(inner) + lines[k][cut:]
+    text = "\n".join(lines)
+    for encoding in ("utf-16", "utf-8"):
+        sent, analysis, early = _early_open(text, encoding, {})
+        reference = _one_process(text, encoding, {})
+        assert analysis.has_syntax_errors and early.delivered and sent == [reference]
+    k = len(lines) // 2
+    collapsed = "\n".join([*lines[:k], "  func.func @open() {", '    "', *lines[k:]])
+    sent, analysis, _ = _early_open(collapsed, "utf-16", {})
+    reference = _one_process(collapsed, "utf-16", {})
+    assert sent in ([reference], []) and (
+        responses.diagnostics(URI, analysis, None, "utf-16", {}) == reference)
+
+
 def test_joined_results_keep_the_fragments_published(monkeypatch):
     """The next publication (after an edit elsewhere) formats nothing of what was published:
     the fragments the other process made are kept on the results rebuilt here."""
