@@ -155,43 +155,43 @@ def shared_results(units: list[tuple], options: tuple, encoding: str | None = No
     return out
 
 
-def _front(units: list[tuple], options: tuple, encoding: str | None, early: Early | None):
-    """This process's work on unit i; with `early`, its fragment made too, as the other
-    process makes those of its units (after both are done, this process made its own for
-    100 of 1,400 ms at 500k lines, the other idle)."""
-    if early is None:
-        return lambda i: _placed(analyze_unit(*_arguments(units[i], options)), encoding)
-    fragment, places = early.publisher.fragment, early.places
-
-    def front(i: int) -> UnitResult:
+def _unit_work(units: list[tuple], options: tuple, encoding: str | None,
+               early: Early | None):
+    """Unit i's work in either process: its result, its findings placed in `encoding`; and,
+    with `early`, the fragment of its diagnostics ("" without; each process makes its own as
+    it goes: after both were done, this process made its half for 100 of 1,400 ms at 500k
+    lines, the other idle)."""
+    def work(i: int) -> tuple[UnitResult, str]:
         result = _placed(analyze_unit(*_arguments(units[i], options)), encoding)
-        if result.findings:
-            fragment(result, *places[i])
-        return result
+        if early is None or not result.findings:
+            return result, ""
+        return result, early.publisher.fragment(result, *early.places[i])
 
-    return front
+    return work
+
+
+def _front(units: list[tuple], options: tuple, encoding: str | None, early: Early | None):
+    """This process's work on unit i (`_unit_work`): its result."""
+    work = _unit_work(units, options, encoding, early)
+    return lambda i: work(i)[0]
 
 
 def _light_results(units: list[tuple], options: tuple, encoding: str | None,
                    early: Early | None, ends) -> bytes | tuple[list[str], bytes]:
     """In the forked process: the light result of each unit it takes, from the last one back
     (`TwoEnds.back`), pickled one by one as they are made; with `early`, with the fragment
-    of each ("" without findings), which the other process reads without loading them."""
-    if early is None:
-        return parallel.pickled_each(
-            _light(_placed(analyze_unit(*_arguments(units[i], options)), encoding), encoding)
-            for i in ends.back())
+    of each, which the other process reads without loading them."""
+    work = _unit_work(units, options, encoding, early)
     fragments: list[str] = []
-    fragment, places = early.publisher.fragment, early.places
 
     def each():
         for i in ends.back():
-            result = _placed(analyze_unit(*_arguments(units[i], options)), encoding)
-            fragments.append(fragment(result, *places[i]) if result.findings else "")
+            result, piece = work(i)
+            fragments.append(piece)
             yield _light(result, encoding)
 
     stream = parallel.pickled_each(each())
-    return fragments, stream
+    return stream if early is None else (fragments, stream)
 
 
 def chunks_worth_sharing(text: str, chunks: list[tuple[int, int]]) -> bool:

@@ -95,10 +95,17 @@ class Fragments:
         """Keep on `result` its fragment at (line, character), made elsewhere."""
         result.fragment = ((self.uri, self.encoding, line, character, self.table), text)
 
-    def headers(self, index: LineIndex, findings: list) -> list[str]:
-        """The JSON text of each of the (published) findings of container headers."""
+    def headers(self, findings: list, index: LineIndex | None,
+                text: str) -> tuple[list[str], LineIndex | None]:
+        """The JSON text of each published finding of container headers (of `text`), and
+        the line index they were placed with (`index`, or one made for them)."""
+        kept = [f for f in findings if self.published(f)]
+        if not kept:
+            return [], index
+        if index is None:
+            index = LineIndex(text)
         return [json.dumps(convert.diagnostic_json(self.uri, index, f, self.encoding,
-                                                   self.severity)) for f in findings]
+                                                   self.severity)) for f in kept], index
 
 
 def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding: str,
@@ -107,10 +114,7 @@ def diagnostics(uri: str, a: DocumentAnalysis, index: LineIndex | None, encoding
     per unit (`Fragments`). Without a line index of the text (a first analysis), the places
     of the units are counted in one pass (text.positions_of)."""
     fragments = Fragments(uri, encoding, severity)
-    headers = [f for f in a.header_findings if fragments.published(f)]
-    if index is None and headers:
-        index = LineIndex(a.text)
-    parts = fragments.headers(index, headers) if headers else []
+    parts, index = fragments.headers(a.header_findings, index, a.text)
     placed = [unit for unit in a.units if unit.result.findings]
     if index is None:
         bases = positions_of(a.text, [unit.base for unit in placed], encoding)

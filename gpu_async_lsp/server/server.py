@@ -504,10 +504,8 @@ class _EarlyPublication(responses.Fragments):
     def publish(self, text: str, headers: list, parts: list[str]) -> None:
         """In the analysis thread: the publication, handed to the event loop; returns once
         the loop has sent it (or found it out of date)."""
-        kept = [f for f in headers if self.published(f)]
-        if kept:
-            parts = [*self.headers(LineIndex(text), kept), *parts]
-        body = responses.publication_of(self.uri, self.version, parts)
+        body = responses.publication_of(self.uri, self.version,
+                                        [*self.headers(headers, None, text)[0], *parts])
         try:
             self.loop.call_soon_threadsafe(self._deliver, body)
         except RuntimeError:  # the loop is closed: the server is exiting
