@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_host import generate  # noqa: E402
 from gen_wide import generate as generate_wide  # noqa: E402
+from interpreter import describe  # noqa: E402
 
 PIPELINE = "--pass-pipeline=builtin.module(func.func(gpu-async-region))"
 
@@ -43,6 +44,9 @@ def main() -> int:
     ap.add_argument("--sizes", default="1000,10000,50000")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--kind", default="host", help="host and/or wide, comma-separated")
+    ap.add_argument("--python", default=sys.executable,
+                    help="the interpreter that runs `gpu-async-lsp check` (default: this one; "
+                         "it needs the package installed)")
     args = ap.parse_args()
     mlir_opt = shutil.which("mlir-opt-22")
     if mlir_opt is None:
@@ -50,11 +54,16 @@ def main() -> int:
         return 2
     # An installed wheel has its bytecode compiled by pip; an editable checkout (and any
     # machine with PYTHONDONTWRITEBYTECODE set) would compile the sources on every run.
-    import gpu_async_lsp
-
-    subprocess.run([sys.executable, "-m", "compileall", "-q",
-                    os.path.dirname(gpu_async_lsp.__file__)], check=True)
-    ours_cmd = [sys.executable, "-m", "gpu_async_lsp", "check", "--fix", "--jobs", str(os.cpu_count())]
+    where = "import gpu_async_lsp, os; print(os.path.dirname(gpu_async_lsp.__file__))"
+    package = subprocess.run([args.python, "-c", where], capture_output=True, text=True,
+                             check=False)
+    if package.returncode != 0:
+        print(f"{args.python} cannot import gpu_async_lsp: {package.stderr.strip()}",
+              file=sys.stderr)
+        return 2
+    subprocess.run([args.python, "-m", "compileall", "-q", package.stdout.strip()], check=True)
+    ours_cmd = [args.python, "-m", "gpu_async_lsp", "check", "--fix", "--jobs", str(os.cpu_count())]
+    print(f"ours: {describe(args.python)}")
     print(f"{'kind':>5} {'lines':>7} {'ours s':>8} {'mlir-opt s':>10} {'ratio':>6} {'ours MB':>8} "
           f"{'mlir-opt MB':>11}")
     runs = [(kind.strip(), int(s)) for kind in args.kind.split(",") for s in args.sizes.split(",")]

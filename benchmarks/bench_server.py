@@ -78,6 +78,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_host import generate  # noqa: E402
 from gen_wide import generate as generate_wide  # noqa: E402
+from interpreter import of_command  # noqa: E402
 
 OURS_CMD = [sys.executable, "-m", "gpu_async_lsp", "serve"]
 MLIR_CMD = ["mlir-lsp-server-22"]
@@ -1010,6 +1011,9 @@ def main() -> int:
     keys = list(servers)
     for k in keys:
         print(f"{LABELS[k]}: {shlex.join(servers[k])}")
+        python = of_command(servers[k])
+        if python:
+            print(f"  {python}")
     print(f"sizes {sizes}, {args.repeat} samples each, timeout {args.timeout:.0f} s per wait"
           + (f"; editor requests at {feature_size} lines" if feature_size else ""))
 
