@@ -105,7 +105,7 @@ def reported(findings, table: Mapping[str, Severity | None]) -> list[Finding]:
     for f in findings:
         level = table.get(f.code, f.severity)
         if level is not None:
-            out.append(f if level == f.severity else dataclasses.replace(f, severity=level))
+            out.append(f if level == f.severity else f._replace(severity=level))
     return out
 
 

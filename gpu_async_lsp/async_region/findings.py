@@ -8,7 +8,8 @@ what each means, its default severity, whether it blocks the rewrite, its docs.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
 SOURCE = "gpu-async"
 
@@ -305,32 +306,31 @@ class Related:
     message: str
 
 
-@dataclass(frozen=True, init=False)
-class Finding:
+class Finding(NamedTuple):
+    """What the analysis found at text[start:end]: a value (compared, hashed, immutable).
+
+    A named tuple: a first open makes one per diagnostic (12k at 50k lines of host code) and
+    reads each ~14 times (sorted, placed, formatted, pickled by a forked process); a field is
+    read by index, and none has an instance dictionary made for it (it was a frozen dataclass
+    that wrote its fields into one). Made where made often as `tuple.__new__(Finding, (...))`
+    with all seven fields (the class's __new__ is Python)."""
+
     code: str
     message: str
     start: int
     end: int
     severity: Severity
-    related: tuple[Related, ...] = field(default_factory=tuple)
+    related: tuple[Related, ...] = ()
     function: str | None = None  # `@f` of the func.func it belongs to
 
-    def __init__(self, code: str, message: str, start: int, end: int, severity: Severity,
-                 related: tuple[Related, ...] = (), function: str | None = None):
-        # Into the instance's dict, as edits.TextEdit: frozen's generated __init__ goes
-        # through object.__setattr__ for each field (1.1 us a finding; a first open of 50k
-        # lines of host code makes 12k). Frozen after.
-        d = self.__dict__
-        d["code"] = code
-        d["message"] = message
-        d["start"] = start
-        d["end"] = end
-        d["severity"] = severity
-        d["related"] = related
-        d["function"] = function
-
     def __reduce__(self):
-        # Its fields as the arguments of __init__ (a forked process sends thousands): no
-        # state dictionary to build and read back per finding.
-        return (Finding, (self.code, self.message, self.start, self.end, self.severity,
-                          self.related, self.function))
+        # Rebuilt by a compiled function (a forked process sends thousands): not through the
+        # class's __new__, a Python frame per finding.
+        return (_finding, tuple(self))
+
+
+def _finding(*fields) -> Finding:
+    return _new(Finding, fields)
+
+
+_new = tuple.__new__

@@ -138,10 +138,12 @@ def finding(op: Op, why: str, function: str | None = None) -> Finding:
         message = f"'{op.name}' op is not lowered by LLVM 22's gpu-to-llvm: {why}"
         if len(_MESSAGES) < 4096:
             _MESSAGES[key] = message
-    return Finding(_NOT_LOWERED, message, op.name_start, op.name_end, _WARNING, (), function)
+    return _new(Finding, (_NOT_LOWERED, message, op.name_start, op.name_end, _WARNING, (),
+                          function))
 
 
 _NOT_LOWERED, _WARNING = F.NOT_LOWERED, Severity.WARNING  # read once, not per finding
+_new = tuple.__new__  # a Finding made in C (its class's __new__ is Python)
 
 
 # The message of each (op, reason), one string each: a first open of 50k lines of host code

@@ -21,7 +21,7 @@ lines and insert new lines; every other byte stays (docs/ARCHITECTURE.md, "Invar
 
 from __future__ import annotations
 
-import dataclasses
+import operator
 import threading
 from dataclasses import dataclass, field
 
@@ -160,9 +160,11 @@ class WaitStep:
     reason: str
 
 
-@dataclass
+@dataclass(init=False)
 class FunctionRewrite:
-    """What the rewrite does (or cannot do) to one func.func."""
+    """What the rewrite does (or cannot do) to one func.func. Its __init__ is written out (as
+    Finding's): a dataclass's is Python the build does not compile, run for every function
+    of a first open (with six lists made by factories)."""
 
     func: Op
     name: str  # `@f`
@@ -186,14 +188,38 @@ class FunctionRewrite:
     # request for them or for the edits walks the function again, planning (`_text`: its
     # text for that walk).
     _steps: list[AsyncStep | WaitStep | ThreadStep] | None = field(
-        default_factory=list, repr=False)
-    _text: str | None = field(default=None, repr=False, compare=False)
+        default_factory=list, init=False, repr=False)
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
     # The walk's plan until it is rendered: edits on first request (a code action, --fix).
-    _walker: tuple | None = field(default=None, repr=False, compare=False)  # (walker, phases)
-    _edits: list[TextEdit] | None = field(default=None, repr=False)
-    _memory_ops: list | None = field(default=None, repr=False, compare=False)
-    _plain: object = field(default=None, repr=False, compare=False)  # PlainPlan | False
-    _plain_edits: list[TextEdit] | None = field(default=None, repr=False, compare=False)
+    _walker: tuple | None = field(  # (walker, phases)
+        default=None, init=False, repr=False, compare=False)
+    _edits: list[TextEdit] | None = field(default=None, init=False, repr=False)
+    _memory_ops: list | None = field(default=None, init=False, repr=False, compare=False)
+    _plain: object = field(  # PlainPlan | False
+        default=None, init=False, repr=False, compare=False)
+    _plain_edits: list[TextEdit] | None = field(
+        default=None, init=False, repr=False, compare=False)
+
+    def __init__(self, func: Op, name: str, sync_ops: list[Op] | None = None,
+                 blockers: list[Finding] | None = None, semantics: str = ORIGINAL,
+                 thread_launch: bool = False, serialized: list[Op] | None = None,
+                 has_wait: bool = False, lowering: str = NO_LOWERING):
+        self.func = func
+        self.name = name
+        self.sync_ops = [] if sync_ops is None else sync_ops
+        self.blockers = [] if blockers is None else blockers
+        self.semantics = semantics
+        self.thread_launch = thread_launch
+        self.serialized = [] if serialized is None else serialized
+        self.has_wait = has_wait
+        self.lowering = lowering
+        self._steps = []
+        self._text = None
+        self._walker = None
+        self._edits = None
+        self._memory_ops = None
+        self._plain = None
+        self._plain_edits = None
 
     @property
     def memory_ops(self) -> list[Op]:
@@ -527,12 +553,20 @@ class ThreadTokenWalker:
         return renderer.edits
 
 
-@dataclass
+@dataclass(init=False)
 class Analysis:
     document: Document
     findings: list[Finding]
     functions: list[FunctionRewrite]
     strict: bool = False
+
+    def __init__(self, document: Document, findings: list[Finding],
+                 functions: list[FunctionRewrite], strict: bool = False):
+        # Written out, as FunctionRewrite's: one per unit of a first open.
+        self.document = document
+        self.findings = findings
+        self.functions = functions
+        self.strict = strict
 
     @property
     def has_syntax_errors(self) -> bool:
@@ -582,8 +616,8 @@ def moved_findings(findings: list[Finding], rewritten: set[tuple[int, int]],
     for f in findings:
         if f.code == F.SYNC_GPU_OPS and (f.start, f.end) in rewritten:
             continue
-        remaining.append(dataclasses.replace(
-            f, start=moved(f.start), end=_moved_end(moved, f.start, f.end),
+        remaining.append(f._replace(
+            start=moved(f.start), end=_moved_end(moved, f.start, f.end),
             related=tuple(Related(moved(r.start), _moved_end(moved, r.start, r.end), r.message)
                           for r in f.related)))
     return remaining
@@ -689,13 +723,19 @@ def analyze(source: str | Document, strict: bool = False,
         if rw.rewritable:
             n = len(rw.sync_ops)
             start, end = hint_anchor(func)
-            findings.append(Finding(
+            findings.append(_new(Finding, (
                 F.SYNC_GPU_OPS,
                 f"{n} GPU {_plural(n, 'op', 'ops')} in {rw.name} "
                 f"{_plural(n, 'runs', 'run')} synchronously",
-                start, end, Severity.HINT, _serialized_notes(rw), function=rw.name))
-    findings.sort(key=lambda f: (f.start, f.end, f.code))
+                start, end, Severity.HINT, _serialized_notes(rw), rw.name)))
+    findings.sort(key=_FINDING_ORDER)
     return Analysis(doc, findings, functions, strict)
+
+
+# The order of a unit's findings, (start, end, code), by index (a Finding is a named tuple): a
+# key made in C, where a lambda was a call per finding.
+_FINDING_ORDER = operator.itemgetter(2, 3, 0)
+_new = tuple.__new__  # a Finding made in C (its class's __new__ is Python)
 
 
 def _serialized_notes(rw: FunctionRewrite) -> tuple[Related, ...]:

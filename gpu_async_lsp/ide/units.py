@@ -401,8 +401,8 @@ class DocumentAnalysis:
 def shift_finding(f: Finding, delta: int) -> Finding:
     if not delta:
         return f
-    return dataclasses.replace(
-        f, start=f.start + delta, end=f.end + delta,
+    return f._replace(
+        start=f.start + delta, end=f.end + delta,
         related=tuple(Related(r.start + delta, r.end + delta, r.message) for r in f.related))
 
 
