@@ -43,6 +43,7 @@ MODULES = (
     "gpu_async_lsp.ide.host",
     "gpu_async_lsp.ide.units",
     "gpu_async_lsp.ide.sharing",
+    "gpu_async_lsp.ide.cache",  # three calls a unit on a first open (get, remember, cost)
     "gpu_async_lsp.text",
     "gpu_async_lsp.op_tables",
     "gpu_async_lsp.server.convert",

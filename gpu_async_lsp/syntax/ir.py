@@ -123,7 +123,10 @@ class Op:
                     stack.extend(reversed(block.ops))
 
 
-@dataclass(slots=True, eq=False)
+# Block, Region, Chunk and Document have their __init__ written out, as GpuSyntax: a
+# dataclass's is generated Python the build does not compile (one of each per function or
+# unit of a first open).
+@dataclass(slots=True, eq=False, init=False)
 class Block:
     label: ValueRef | None  # `^bb0`, None for an unlabeled entry block
     args: list[ValueRef] = field(default_factory=list)
@@ -131,12 +134,25 @@ class Block:
     start: int = 0
     end: int = 0
 
+    def __init__(self, label: ValueRef | None, args: list[ValueRef] | None = None,
+                 ops: list[Op] | None = None, start: int = 0, end: int = 0):
+        self.label = label
+        self.args = [] if args is None else args
+        self.ops = [] if ops is None else ops
+        self.start = start
+        self.end = end
 
-@dataclass(slots=True, eq=False)
+
+@dataclass(slots=True, eq=False, init=False)
 class Region:
     lbrace: int  # offset of `{`
     rbrace: int  # offset of `}`
     blocks: list[Block] = field(default_factory=list)
+
+    def __init__(self, lbrace: int, rbrace: int, blocks: list[Block] | None = None):
+        self.lbrace = lbrace
+        self.rbrace = rbrace
+        self.blocks = [] if blocks is None else blocks
 
 
 @dataclass(slots=True)
@@ -157,7 +173,7 @@ class SyntaxIssue:
     end: int
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Chunk:
     """One `// -----` chunk (the whole text when there is no split marker)."""
 
@@ -167,11 +183,23 @@ class Chunk:
     aliases: list[Alias] = field(default_factory=list)
     errors: list[SyntaxIssue] = field(default_factory=list)
 
+    def __init__(self, start: int, end: int, ops: list[Op] | None = None,
+                 aliases: list[Alias] | None = None, errors: list[SyntaxIssue] | None = None):
+        self.start = start
+        self.end = end
+        self.ops = [] if ops is None else ops
+        self.aliases = [] if aliases is None else aliases
+        self.errors = [] if errors is None else errors
 
-@dataclass(slots=True, eq=False)
+
+@dataclass(slots=True, eq=False, init=False)
 class Document:
     text: str
     chunks: list[Chunk]
+
+    def __init__(self, text: str, chunks: list[Chunk]):
+        self.text = text
+        self.chunks = chunks
 
     @property
     def errors(self) -> list[SyntaxIssue]:

@@ -13,7 +13,9 @@ from gpu_async_lsp import regex_cache
 from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING, SYMBOL_REF
 
 
-@dataclass(slots=True)
+# The IR's small values have their __init__ written out: a dataclass's is generated Python,
+# which the build does not compile (a frame per value: 2.5k results, 450 symbols at 10k lines).
+@dataclass(slots=True, init=False)
 class ValueRef:
     """An SSA name as written: `%x`, `%x#1` (use), `%x:2` (definition of a result group)."""
 
@@ -23,14 +25,27 @@ class ValueRef:
     index: int | None = None  # the N of `%x#N`
     count: int = 1  # the N of `%x:N`
 
+    def __init__(self, name: str, start: int, end: int, index: int | None = None,
+                 count: int = 1):
+        self.name = name
+        self.start = start
+        self.end = end
+        self.index = index
+        self.count = count
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class SymbolRef:
     """A symbol reference `@a` or nested `@a::@b` as written."""
 
     path: tuple[str, ...]  # ("@a", "@b")
     start: int
     end: int
+
+    def __init__(self, path: tuple[str, ...], start: int, end: int):
+        self.path = path
+        self.start = start
+        self.end = end
 
 
 _SKIP = rf"//[^\n]*|{STRING}"
