@@ -84,10 +84,12 @@ class Fragments:
         if cached is None or cached[0] != key:
             uri, severity, tails = self.uri, self.severity, self.tails
             positions = result.positions(self.encoding)
-            text = ",".join(convert.placed_diagnostic_text(
+            # A list, not a generator: the build makes a generator an object and a frame
+            # to resume per diagnostic.
+            text = ",".join([convert.placed_diagnostic_text(
                 uri, f, line, character, start, end, related, severity, tails)
                 for f, (start, end, related) in zip(result.findings, positions, strict=True)
-                if severity.get(f.code, f.severity) is not None)
+                if severity.get(f.code, f.severity) is not None])
             cached = result.fragment = (key, text)
         return cached[1]
 

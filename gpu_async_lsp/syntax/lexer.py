@@ -293,9 +293,9 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
         if scanned and not fine:
             # The compiled scan makes the LineToken of a plain op line itself.
             spans = line_spans(text, pos, end, op_words, whole_ops, LineToken)
-            if spans is not None and spans[0] is not None:
+            if spans is not None and spans[0] is not None:  # (token, line end, brace)
                 append(spans[0])
-                brace = spans[8]
+                brace = spans[2]
                 if brace >= 0:
                     append(new(RawToken, ("{", brace, brace + 1, "{", False)))
                 pos = spans[1]

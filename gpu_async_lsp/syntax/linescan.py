@@ -38,9 +38,10 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
     tuples cost more than the scan).
 
     Given `token_class` (the tokenizer's LineToken), the line's token too, where the line is
-    a plain op line: (token, match end, results start, results end, name start, name end,
-    rest start, rest end, brace, name). The token is None where the tokenizer decides
-    (`lexer.tokenize_lines`): a line that starts an op of `whole_ops` (the GPU ops read by
+    a plain op line: (token, match end, brace) (only what the tokenizer reads); else (None,
+    match end, results start, results end, name start, name end, rest start, rest end,
+    brace, name): the token is None where the tokenizer decides (`lexer.tokenize_lines`):
+    a line that starts an op of `whole_ops` (the GPU ops read by
     their formats; `op_words`: the bare names that start one), and one whose rest holds a
     `.` or `return` (a second op may start there). Its end, whether the op goes on
     (UNFINISHED_LINE_ENDS) and its bracket depth are read here, not from slices of the line
@@ -193,8 +194,7 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
         "line", res_start if res_start >= 0 else name_start,
         last if last > rest_start else rest_start, name, True, name_start, rest_start,
         res_start, res_end, cont, depth))
-    return (token, i, res_start, res_end, name_start, rest_start, rest_start, rest_end, brace,
-            name)
+    return (token, i, brace)
 
 
 def flat(m) -> tuple:
