@@ -141,6 +141,9 @@ class Protocol(LanguageServerProtocol):
         the JSON-RPC error; a client's response that does not fit (`workspace/applyEdit`
         answered with `null`) fails the request waiting for it instead of leaving it
         waiting forever; a change that does not fit puts its document out of sync."""
+        opened = _did_open(data)
+        if opened is not None:
+            return opened
         try:
             return super().structure_message(data)
         except JsonRpcException as error:
@@ -246,6 +249,32 @@ class Protocol(LanguageServerProtocol):
         result = self.writer.write(header.encode("ascii") + data)
         if inspect.isawaitable(result):
             asyncio.ensure_future(result)
+
+
+def _did_open(data) -> lsp.DidOpenTextDocumentNotification | None:
+    """A didOpen notification made from its JSON where each field has its type, as cattrs
+    would structure it; None for anything else (cattrs structures it, and says what does not
+    fit). cattrs generates its code for a type on first use: a fresh server's first open
+    spent 1.3 ms there, between reading the message and the analysis."""
+    if not isinstance(data, dict) or data.get("method") != lsp.TEXT_DOCUMENT_DID_OPEN \
+            or data.get("jsonrpc") != JsonRPCProtocol.VERSION or "id" in data:
+        return None
+    params = data.get("params")
+    doc = params.get("textDocument") if isinstance(params, dict) else None
+    if not isinstance(doc, dict):
+        return None
+    uri, language, version, text = (doc.get("uri"), doc.get("languageId"), doc.get("version"),
+                                    doc.get("text"))
+    if not (type(uri) is str and type(language) is str and type(version) is int
+            and type(text) is str):
+        return None
+    try:
+        return lsp.DidOpenTextDocumentNotification(
+            params=lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
+                uri=uri, language_id=language, version=version, text=text)),
+            method=lsp.TEXT_DOCUMENT_DID_OPEN, jsonrpc=JsonRPCProtocol.VERSION)
+    except (TypeError, ValueError):  # a validator's (a version out of range)
+        return None
 
 
 def exit_now(code: int) -> None:

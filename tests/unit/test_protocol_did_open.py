@@ -1,0 +1,57 @@
+"""A didOpen is made from its JSON without cattrs where every field has its type
+(server/protocol.py `_did_open`): the same object cattrs makes, for any such message; anything
+else is left to cattrs (which coerces or reports what does not fit)."""
+
+from __future__ import annotations
+
+import random
+
+from lsprotocol import types as lsp
+from pygls.protocol import default_converter
+
+from gpu_async_lsp.server.protocol import _did_open
+
+CONVERTER = default_converter()
+
+
+def _message(document, **top) -> dict:
+    return {"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_DID_OPEN,
+            "params": {"textDocument": document}, **top}
+
+
+def test_made_as_cattrs_makes_it():
+    rng = random.Random(7)
+    alphabet = "ab%@{}\n\r\t\"\\ é€𝄞\x00"
+    for i in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        document = {"uri": f"file:///tmp/a{i}.mlir", "languageId": rng.choice(
+            ["mlir", "python", "cpp", "", "MLIR"]), "version": rng.randrange(-(1 << 31), 1 << 31),
+            "text": text}
+        if i % 3 == 0:
+            document["extra"] = [1, 2]  # keys LSP does not know are ignored by both
+        message = _message(document)
+        made = _did_open(message)
+        assert made is not None
+        assert made == CONVERTER.structure(message, lsp.DidOpenTextDocumentNotification)
+
+
+def test_anything_off_type_is_left_to_cattrs():
+    good = {"uri": "file:///a.mlir", "languageId": "mlir", "version": 1, "text": "x"}
+    off = [
+        {**good, "version": True},  # cattrs makes it 1
+        {**good, "version": 1.0},
+        {**good, "version": None},
+        {**good, "version": 1 << 31},  # out of LSP's integer range
+        {**good, "uri": None},
+        {**good, "text": b"x"},
+        {k: v for k, v in good.items() if k != "text"},
+        "not a document",
+    ]
+    for document in off:
+        assert _did_open(_message(document)) is None
+    assert _did_open(_message(good, id=3)) is None  # a request, not a notification
+    assert _did_open({**_message(good), "jsonrpc": "1.0"}) is None
+    assert _did_open({**_message(good), "method": lsp.TEXT_DOCUMENT_DID_CHANGE}) is None
+    assert _did_open({"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_DID_OPEN}) is None
+    assert _did_open({**_message(good), "params": []}) is None
+    assert _did_open([]) is None and _did_open(None) is None
