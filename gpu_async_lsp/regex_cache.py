@@ -5,7 +5,8 @@ it made, a list of integers, to the C engine (`_sre.compile`). The package's pat
 lexer's line and token patterns, one per GPU op format, ...) took 40 ms of every start of
 `check`, a third of its imports, each run compiling the same programs again. `compile()` is
 `re.compile` with those programs kept in one file beside the package's bytecode
-(`__pycache__/regex.<Python's cache tag>.cache`), read once per process (under a millisecond).
+(`__pycache__/regex.<Python's cache tag>-<its build's hash>.cache`), read once per process
+(under a millisecond).
 
 Nothing here can change what a pattern matches: a program is kept only if the pattern the
 engine builds from it is equal to `re.compile`'s (`Pattern.__eq__` compares the programs), and
@@ -23,6 +24,7 @@ import marshal
 import os
 import re
 import sys
+import zlib
 
 try:
     import _sre
@@ -32,8 +34,13 @@ except ImportError:  # another Python's `re`: no cache
 
 _FORMAT = 1
 _KEY = (_FORMAT, sys.version, getattr(_sre, "MAGIC", None), getattr(_sre, "CODESIZE", None))
+# Named by the exact build too, not only by the cache tag as bytecode is: two interpreters of
+# one version (a system Python and a venv's, running one checkout) each keep a file of their
+# own, where they overwrote one file by turns and each start of the other compiled its
+# patterns again (~40 ms).
 _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__",
-                     f"regex.{sys.implementation.cache_tag}.cache")
+                     f"regex.{sys.implementation.cache_tag}-"
+                     f"{zlib.crc32(repr(_KEY).encode()):08x}.cache")
 
 _programs: dict | None = None  # (pattern, flags) -> _sre.compile's arguments after the pattern
 _added = False  # programs made by this process that the file lacks

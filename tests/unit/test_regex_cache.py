@@ -151,3 +151,19 @@ def test_a_check_writes_the_cache_that_the_next_start_reads(tmp_path):
     first, second = (r.stdout.split() for r in runs)
     assert int(first[0]) >= 40 and first[1] == "True"
     assert second == [first[0], "False"]
+
+
+def test_each_python_build_keeps_its_own_file():
+    """Two builds of one Python version running one install (a system Python and a venv's)
+    name different files in the same folder: neither overwrites the other's programs (they
+    did by turns, and each start of the other compiled its patterns again)."""
+    code = ("import sys; sys.version = sys.argv[1];"
+            "from gpu_async_lsp import regex_cache as rc; print(rc._PATH)")
+    paths = [subprocess.run([sys.executable, "-c", code, version], capture_output=True,
+                            text=True, timeout=60, check=True).stdout.strip()
+             for version in (sys.version, sys.version + " (another build)")]
+    assert paths[0] == regex_cache._PATH
+    assert paths[1] != paths[0]
+    assert os.path.dirname(paths[1]) == os.path.dirname(paths[0])
+    assert all(os.path.basename(p).startswith(f"regex.{sys.implementation.cache_tag}-")
+               for p in paths)
