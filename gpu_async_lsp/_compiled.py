@@ -29,6 +29,21 @@ def source_crc(data: bytes) -> str:
     return f"{zlib.crc32(data):08x}"
 
 
+def _cimported(source: bytes) -> list[str]:
+    """The modules whose C declarations a module's .pxd (after the NUL in `source_of`'s
+    bytes; only its lines are read) cimports."""
+    found = []
+    pxd = source.find(b"\0")
+    if pxd < 0:
+        return found
+    for line in source[pxd + 1:].split(b"\n"):
+        words = line.split()
+        if len(words) >= 3 and words[0] == b"from" and words[2] == b"cimport" and (
+                words[1].startswith(b"gpu_async_lsp.")):
+            found.append(words[1].decode())
+    return found
+
+
 def source_of(path: str) -> bytes:
     """What a module's build is made from: its .py, and the augmenting .pxd beside it (its
     C types in the build), if it has one."""
@@ -71,19 +86,30 @@ def install() -> None:
     try:
         with open(os.path.join(root, MANIFEST), encoding="utf-8") as f:
             lines = f.read().splitlines()
+        cimports: dict[str, list[str]] = {}
         for line in lines:
             module, crc, file = line.split()
             source = os.path.join(here, *module.split(".")) + ".py"
             built = os.path.join(root, *file.split("/"))
-            same = source_crc(source_of(source)) == crc
+            data = source_of(source)
+            same = source_crc(data) == crc
             # Built for this Python and platform: named with its full tag (a build copied
             # from another Python or platform is left alone).
             _found.add(file.split(".", 1)[-1])
             if same and built.endswith(EXTENSION_SUFFIXES[0]) and os.path.isfile(built):
                 _built[module] = built
+                cimports[module] = _cimported(data)
     except (OSError, ValueError):
         _built.clear()  # an unreadable build: Python only
         return
+    # A build that cimports a module's types (parser.pxd: ir's Op) reads their C fields: run
+    # as Python too where that module is (its Python class is not the type it was built
+    # against: the build would read memory that is not there).
+    stale = True
+    while stale:
+        stale = [m for m in _built if any(d not in _built for d in cimports[m])]
+        for m in stale:
+            del _built[m]
     if _built and not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
 

@@ -7,27 +7,40 @@ async rewrite edits (`GpuSyntax`). No lark, pygls or lsprotocol here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from gpu_async_lsp.syntax import refs
-from gpu_async_lsp.syntax.refs import SymbolRef, ValueRef
+from gpu_async_lsp.syntax.refs import SymbolRef, ValueRef, same_fields, shown
+
+# The IR's classes are plain classes with slots, their methods written out (`__slots__` are
+# their fields, in order: the IR dumps of the tests read them); the compiled build makes each
+# an extension type with C fields (ir.pxd, refs.pxd). Those compared by value (GpuSyntax,
+# Alias, SyntaxIssue, ValueRef, SymbolRef) are unhashable, the others compared by identity,
+# as the dataclasses they were.
 
 
-@dataclass(slots=True, init=False)
 class GpuSyntax:
     """The parts of a GPU op's custom form (`custom<AsyncDependencies>` and what follows it).
-    Made empty and filled in (one per GPU op: __init__ written out, as Op's)."""
+    Made empty and filled in (one per GPU op)."""
 
-    async_kw: tuple[int, int] | None = None  # span of the `async` keyword
-    deps_open: int | None = None  # offset of `[` of the dependency list
-    deps_close: int | None = None  # offset just after `]`
-    deps: list[ValueRef] | tuple = ()  # a list once there is one
+    __slots__ = ("async_kw", "deps_open", "deps_close", "deps")
+
+    async_kw: tuple[int, int] | None  # span of the `async` keyword
+    deps_open: int | None  # offset of `[` of the dependency list
+    deps_close: int | None  # offset just after `]`
+    deps: list[ValueRef] | tuple  # a list once there is one
 
     def __init__(self):
         self.async_kw = None
         self.deps_open = None
         self.deps_close = None
         self.deps = ()
+
+    def __eq__(self, other):
+        return same_fields(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return shown(self)
 
 
 # Op's fields, in order (`Op.__slots__`; the IR dumps of the tests read them).
@@ -123,16 +136,14 @@ class Op:
                     stack.extend(reversed(block.ops))
 
 
-# Block, Region, Chunk and Document have their __init__ written out, as GpuSyntax: a
-# dataclass's is generated Python the build does not compile (one of each per function or
-# unit of a first open).
-@dataclass(slots=True, eq=False, init=False)
 class Block:
+    __slots__ = ("label", "args", "ops", "start", "end")
+
     label: ValueRef | None  # `^bb0`, None for an unlabeled entry block
-    args: list[ValueRef] = field(default_factory=list)
-    ops: list[Op] = field(default_factory=list)
-    start: int = 0
-    end: int = 0
+    args: list[ValueRef]
+    ops: list[Op]
+    start: int
+    end: int
 
     def __init__(self, label: ValueRef | None, args: list[ValueRef] | None = None,
                  ops: list[Op] | None = None, start: int = 0, end: int = 0):
@@ -142,46 +153,82 @@ class Block:
         self.start = start
         self.end = end
 
+    def __repr__(self) -> str:
+        return shown(self)
 
-@dataclass(slots=True, eq=False, init=False)
+
 class Region:
+    __slots__ = ("lbrace", "rbrace", "blocks")
+
     lbrace: int  # offset of `{`
     rbrace: int  # offset of `}`
-    blocks: list[Block] = field(default_factory=list)
+    blocks: list[Block]
 
     def __init__(self, lbrace: int, rbrace: int, blocks: list[Block] | None = None):
         self.lbrace = lbrace
         self.rbrace = rbrace
         self.blocks = [] if blocks is None else blocks
 
+    def __repr__(self) -> str:
+        return shown(self)
 
-@dataclass(slots=True)
+
 class Alias:
     """`#name = ...` or `!name = ...` at the top level."""
+
+    __slots__ = ("name", "start", "end")
 
     name: str
     start: int
     end: int
 
+    def __init__(self, name: str, start: int, end: int):
+        self.name = name
+        self.start = start
+        self.end = end
 
-@dataclass(slots=True)
+    def __eq__(self, other):
+        return same_fields(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return shown(self)
+
+
 class SyntaxIssue:
     """A parse error at the offending token."""
+
+    __slots__ = ("message", "start", "end")
 
     message: str
     start: int
     end: int
 
+    def __init__(self, message: str, start: int, end: int):
+        self.message = message
+        self.start = start
+        self.end = end
 
-@dataclass(slots=True, eq=False, init=False)
+    def __eq__(self, other):
+        return same_fields(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return shown(self)
+
+
 class Chunk:
     """One `// -----` chunk (the whole text when there is no split marker)."""
 
+    __slots__ = ("start", "end", "ops", "aliases", "errors")
+
     start: int
     end: int
-    ops: list[Op] = field(default_factory=list)  # top-level ops, in order
-    aliases: list[Alias] = field(default_factory=list)
-    errors: list[SyntaxIssue] = field(default_factory=list)
+    ops: list[Op]  # top-level ops, in order
+    aliases: list[Alias]
+    errors: list[SyntaxIssue]
 
     def __init__(self, start: int, end: int, ops: list[Op] | None = None,
                  aliases: list[Alias] | None = None, errors: list[SyntaxIssue] | None = None):
@@ -191,15 +238,22 @@ class Chunk:
         self.aliases = [] if aliases is None else aliases
         self.errors = [] if errors is None else errors
 
+    def __repr__(self) -> str:
+        return shown(self)
 
-@dataclass(slots=True, eq=False, init=False)
+
 class Document:
+    __slots__ = ("text", "chunks")
+
     text: str
     chunks: list[Chunk]
 
     def __init__(self, text: str, chunks: list[Chunk]):
         self.text = text
         self.chunks = chunks
+
+    def __repr__(self) -> str:
+        return shown(self)
 
     @property
     def errors(self) -> list[SyntaxIssue]:

@@ -7,23 +7,43 @@ to when someone asks (navigation, hover), skipping comments and strings. The ref
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.syntax.patterns import SSA_NAME, STRING, SYMBOL_REF
 
+# The IR's small values are plain classes with slots and their methods written out, as Op
+# (ir.py): the compiled build makes each an extension type with C fields (refs.pxd), made and
+# filled in C (a dataclass's slots were each set through its type: 2.5k results, 450 symbols
+# at 10k lines); and no dataclass is made at import (`check` starts without `dataclasses`,
+# `inspect` and their ~25 ms).
 
-# The IR's small values have their __init__ written out: a dataclass's is generated Python,
-# which the build does not compile (a frame per value: 2.5k results, 450 symbols at 10k lines).
-@dataclass(slots=True, init=False)
+
+def same_fields(a, b) -> bool:
+    """`a == b` for the IR's values: of one class, every field (`__slots__`) equal."""
+    if type(a) is not type(b):
+        return NotImplemented
+    for name in type(a).__slots__:
+        if getattr(a, name) != getattr(b, name):
+            return False
+    return True
+
+
+def shown(x) -> str:
+    """The IR value's repr, as its dataclass showed it: `Name(field=value, ...)`."""
+    fields = ", ".join([f"{name}={getattr(x, name)!r}" for name in type(x).__slots__])
+    return f"{type(x).__name__}({fields})"
+
+
 class ValueRef:
-    """An SSA name as written: `%x`, `%x#1` (use), `%x:2` (definition of a result group)."""
+    """An SSA name as written: `%x`, `%x#1` (use), `%x:2` (definition of a result group).
+    Compared by its fields (unhashable, as the dataclass it was)."""
+
+    __slots__ = ("name", "start", "end", "index", "count")
 
     name: str  # "%x" without "#1" / ":2"
     start: int
     end: int
-    index: int | None = None  # the N of `%x#N`
-    count: int = 1  # the N of `%x:N`
+    index: int | None  # the N of `%x#N`
+    count: int  # the N of `%x:N`
 
     def __init__(self, name: str, start: int, end: int, index: int | None = None,
                  count: int = 1):
@@ -33,10 +53,19 @@ class ValueRef:
         self.index = index
         self.count = count
 
+    def __eq__(self, other):
+        return same_fields(self, other)
 
-@dataclass(slots=True, init=False)
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return shown(self)
+
+
 class SymbolRef:
-    """A symbol reference `@a` or nested `@a::@b` as written."""
+    """A symbol reference `@a` or nested `@a::@b` as written (compared by its fields)."""
+
+    __slots__ = ("path", "start", "end")
 
     path: tuple[str, ...]  # ("@a", "@b")
     start: int
@@ -46,6 +75,14 @@ class SymbolRef:
         self.path = path
         self.start = start
         self.end = end
+
+    def __eq__(self, other):
+        return same_fields(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return shown(self)
 
 
 _SKIP = rf"//[^\n]*|{STRING}"

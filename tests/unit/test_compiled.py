@@ -148,6 +148,46 @@ def test_a_build_is_used_only_while_its_pxd_is_the_one_it_was_built_with(tmp_pat
     assert _fake_install(tmp_path / "edited", False, pxd=(types, types + b"# x\n")) == "[]"
 
 
+def test_a_build_that_cimports_a_module_run_as_python_is_run_as_python_too(tmp_path):
+    """A build that cimports another module's types (parser.pxd: ir's Op) reads their C
+    fields: where that module is edited (run as Python), its users are run as Python too
+    (loaded beside the Python class, the build read memory that was not there: a crash)."""
+    def install(edited: set[str]) -> str:
+        root = tmp_path / "-".join(sorted(edited) or ["none"])
+        pkg = root / "gpu_async_lsp"
+        built = root / _compiled.PACKAGE / "gpu_async_lsp"
+        pkg.mkdir(parents=True)
+        built.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "_compiled.py").write_text((ROOT / "gpu_async_lsp" / "_compiled.py").read_text())
+        pxds = {"ir": b"cdef class Op:\n    cdef public object name\n",
+                "parser": b"from gpu_async_lsp.ir cimport Op\n",
+                "rewriter": b"from gpu_async_lsp.parser cimport f\n",
+                "lexer": b"cimport cython\n"}
+        lines = []
+        for name, pxd in pxds.items():
+            source = f"VALUE = {name!r}\n".encode()
+            (pkg / f"{name}.py").write_bytes(source + (b"# edited\n" if name in edited else b""))
+            (pkg / f"{name}.pxd").write_bytes(pxd)
+            file = name + EXTENSION_SUFFIXES[0]
+            (built / file).write_bytes(b"not really a build")
+            crc = source_crc(source + b"\0" + pxd)
+            lines.append(f"gpu_async_lsp.{name} {crc} gpu_async_lsp/{file}")
+        (root / _compiled.PACKAGE / _compiled.MANIFEST).write_text("\n".join(lines) + "\n")
+        probe = ("import sys; sys.path.insert(0, sys.argv[1]); import gpu_async_lsp._compiled"
+                 " as c; c.install(); print(' '.join(m.split('.')[1] for m in sorted(c._built)))")
+        env = dict(os.environ)
+        env.pop(_compiled.PURE_ENV, None)
+        return subprocess.run([sys.executable, "-c", probe, str(root)], capture_output=True,
+                              text=True, timeout=60, env=env, cwd=root).stdout.strip()
+
+    assert install(set()) == "ir lexer parser rewriter"
+    assert install({"ir"}) == "lexer"  # parser cimports ir, rewriter parser
+    assert install({"parser"}) == "ir lexer"
+    assert install({"rewriter"}) == "ir lexer parser"
+    assert install({"lexer"}) == "ir parser rewriter"
+
+
 def test_an_unreadable_manifest_leaves_python_running(tmp_path):
     """A manifest cut short, of garbage or not UTF-8: nothing is loaded, nothing fails."""
     for i, garbage in enumerate((b"gpu_async_lsp.mod\n", b"\xff\xfe\x00 x y\r\n", b"a b\n")):

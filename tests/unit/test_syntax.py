@@ -156,13 +156,22 @@ def test_leaf_shares_skip_chunks_whole_and_parse_each_chunk_once():
 
 
 def test_written_out_inits_give_every_field_its_declared_default():
-    """Op's and GpuSyntax's __init__ are written out (speed): a field added to the class must
-    be set there, to its declared default (Op's: OP_FIELDS, empty or None but `end`), and
-    lists must not be shared between objects (their sequences start as the shared empty
-    tuple: the parser sets a list of its own)."""
-    import dataclasses
-
-    from gpu_async_lsp.syntax.ir import OP_FIELDS, GpuSyntax, Op
+    """The IR's __init__s are written out (speed): a field added to a class must be set there,
+    to its declared default (Op's: OP_FIELDS, empty or None but `end`), and lists must not be
+    shared between objects (Op's sequences start as the shared empty tuple: the parser sets a
+    list of its own)."""
+    from gpu_async_lsp.syntax.ir import (
+        OP_FIELDS,
+        Alias,
+        Block,
+        Chunk,
+        Document,
+        GpuSyntax,
+        Op,
+        Region,
+        SyntaxIssue,
+    )
+    from gpu_async_lsp.syntax.refs import SymbolRef, ValueRef
 
     a, b = Op("t.op", 1, 2, 0, 9), Op("t.op", 1, 2, 0)
     assert (a.name, a.name_start, a.name_end, a.start, a.end, b.end) == ("t.op", 1, 2, 0, 9, 0)
@@ -174,13 +183,62 @@ def test_written_out_inits_give_every_field_its_declared_default():
         OP_FIELDS)
     for name, want in op_defaults.items():
         assert getattr(a, name) == want and getattr(b, name) == want, name
-    for f in dataclasses.fields(GpuSyntax):
-        x, y = GpuSyntax(), GpuSyntax()
-        want = (f.default_factory() if f.default_factory is not dataclasses.MISSING
-                else f.default)
-        assert getattr(x, f.name) == want, f.name
-        if isinstance(want, list):
-            assert getattr(x, f.name) is not getattr(y, f.name), f.name
+    # Each class made with its required arguments: every field set, to its default.
+    made = {
+        GpuSyntax: (lambda: GpuSyntax(), {"async_kw": None, "deps_open": None,
+                                          "deps_close": None, "deps": ()}),
+        Block: (lambda: Block(None), {"label": None, "args": [], "ops": [], "start": 0,
+                                      "end": 0}),
+        Region: (lambda: Region(1, 2), {"lbrace": 1, "rbrace": 2, "blocks": []}),
+        Chunk: (lambda: Chunk(1, 2), {"start": 1, "end": 2, "ops": [], "aliases": [],
+                                      "errors": []}),
+        Document: (lambda: Document("t", []), {"text": "t", "chunks": []}),
+        Alias: (lambda: Alias("#a", 1, 2), {"name": "#a", "start": 1, "end": 2}),
+        SyntaxIssue: (lambda: SyntaxIssue("m", 1, 2), {"message": "m", "start": 1, "end": 2}),
+        ValueRef: (lambda: ValueRef("%a", 1, 3), {"name": "%a", "start": 1, "end": 3,
+                                                  "index": None, "count": 1}),
+        SymbolRef: (lambda: SymbolRef(("@f",), 1, 3), {"path": ("@f",), "start": 1,
+                                                      "end": 3}),
+    }
+    for cls, (make, defaults) in made.items():
+        assert tuple(defaults) == cls.__slots__, cls
+        x, y = make(), make()
+        for name, want in defaults.items():
+            assert getattr(x, name) == want, (cls, name)
+            if isinstance(want, list):
+                assert getattr(x, name) is not getattr(y, name), (cls, name)
+
+
+def test_the_ir_values_compare_show_and_pickle_as_the_dataclasses_they_were():
+    """The IR's classes lost their dataclass decorator (the import and the class made at start
+    were ~25 ms of `check`): those with values (GpuSyntax, Alias, SyntaxIssue, ValueRef,
+    SymbolRef) are still equal by their fields and unhashable, the others by identity; each
+    is shown with its fields; each takes no field it does not declare and is pickled whole
+    (a forked process sends findings and issues back)."""
+    import pickle
+
+    import pytest
+
+    from gpu_async_lsp.syntax.ir import Alias, Block, GpuSyntax, Region, SyntaxIssue
+    from gpu_async_lsp.syntax.refs import SymbolRef, ValueRef
+
+    v = ValueRef("%a", 1, 3, 2)
+    assert v == ValueRef("%a", 1, 3, 2) and v != ValueRef("%a", 1, 3) and v != ("%a", 1, 3, 2)
+    assert repr(v) == "ValueRef(name='%a', start=1, end=3, index=2, count=1)"
+    assert SymbolRef(("@m", "@k"), 0, 6) == SymbolRef(("@m", "@k"), 0, 6)
+    assert SyntaxIssue("m", 1, 2) == SyntaxIssue("m", 1, 2) != SyntaxIssue("m", 1, 3)
+    assert Alias("#a", 0, 9) == Alias("#a", 0, 9) and GpuSyntax() == GpuSyntax()
+    assert Block(None) != Block(None) and Region(1, 2) != Region(1, 2)
+    assert repr(Region(1, 2)) == "Region(lbrace=1, rbrace=2, blocks=[])"
+    for x in (v, SymbolRef(("@f",), 0, 2), SyntaxIssue("m", 1, 2), Alias("#a", 0, 9),
+              GpuSyntax()):
+        with pytest.raises(TypeError):
+            hash(x)
+        assert pickle.loads(pickle.dumps(x)) == x
+        with pytest.raises(AttributeError):
+            x.misspelt = 1
+    block = pickle.loads(pickle.dumps(Block(v, [v], [], 4, 9)))
+    assert (block.label, block.args, block.ops, block.start, block.end) == (v, [v], [], 4, 9)
 
 
 def test_an_op_takes_no_field_it_does_not_declare():
