@@ -24,11 +24,11 @@ from __future__ import annotations
 import argparse
 import bisect
 import contextlib
-import dataclasses
 import functools
 import os
 import stat
 import sys
+from typing import NamedTuple
 
 from gpu_async_lsp import __version__, arenas, regex_cache
 from gpu_async_lsp.async_region import analyze
@@ -73,8 +73,7 @@ FIX_FORMATS = ("json", "sarif")
 # Below this many files a progress line is not worth the noise.
 PROGRESS_MIN_FILES = 10
 
-@dataclasses.dataclass(frozen=True)
-class CheckOptions:
+class CheckOptions(NamedTuple):
     fix: bool = False
     diff: bool = False
     strict: bool = False
@@ -395,7 +394,7 @@ def run_check(args, stdin, stdout, stderr) -> int:
 @functools.cache
 def _configured(options: CheckOptions, config: Config) -> CheckOptions:
     """`options` with what a file's configuration says."""
-    return dataclasses.replace(options, strict=config.strict, semantics=config.semantics,
+    return options._replace(strict=config.strict, semantics=config.semantics,
                                thread_launch=config.thread_launch, lowering=config.lowering,
                                severity=tuple(config.severities().items()))
 
@@ -436,7 +435,7 @@ def _check_paths(found, options, jobs, reporter, stderr) -> tuple[list[FileResul
     if jobs > 1 and len(files) > 1:
         _run_parallel(files, displays, options, jobs, on_result, progress)
     else:
-        options = [dataclasses.replace(o, buffer_jobs=jobs) for o in options]
+        options = [o._replace(buffer_jobs=jobs) for o in options]
         _run_sequential(files, displays, options, on_result, progress)
     if show_progress:
         stderr.write("\r\x1b[K")

@@ -19,11 +19,10 @@ pygls and no lsprotocol.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpu_async_lsp.async_region.findings import CODES, Finding, Severity
 from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING
@@ -48,8 +47,7 @@ class ConfigError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """The resolved options of a file, and the configuration file they come from (None:
     the defaults). Fields are named as the registry's options (`thread-launch` ->
     `thread_launch`); `severity` holds the overrides only, in code order."""
@@ -84,7 +82,7 @@ class Config:
                 merged.update(value)
                 value = tuple((code, merged[code]) for code in CODES if code in merged)
             changes[BY_KEY[key].field] = value
-        return dataclasses.replace(self, **changes)
+        return self._replace(**changes)
 
     def severities(self) -> dict[str, Severity | None]:
         """Each code's severity as reported; None: not selected, or ignored."""
@@ -162,8 +160,7 @@ def parse_config(path: str, data: bytes, required: bool = False) -> Config | Non
         where = f" in {TABLE}"
     else:
         table = document
-    return dataclasses.replace(DEFAULTS.with_values(_values(path, table, where)),
-                               path=path)
+    return DEFAULTS.with_values(_values(path, table, where))._replace(path=path)
 
 
 def load(path: str) -> Config:
@@ -175,8 +172,7 @@ def load(path: str) -> Config:
     except OSError as e:
         raise ConfigError(path, e.strerror or type(e).__name__) from None
     # Errors name the path as given; `exclude` patterns need the folder wherever check runs.
-    return dataclasses.replace(parse_config(path, data, required=True),
-                               path=os.path.abspath(path))
+    return parse_config(path, data, required=True)._replace(path=os.path.abspath(path))
 
 
 # -- finding the file of a folder -------------------------------------------------------------

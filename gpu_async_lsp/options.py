@@ -12,7 +12,7 @@ Imports no pygls and no lsprotocol.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpu_async_lsp.async_region.findings import CODES, DEFAULT_SEVERITY, Severity
 from gpu_async_lsp.async_region.lowering import LLVM22_LOWERING, LOWERINGS
@@ -38,8 +38,7 @@ class OptionError(ValueError):
     """A value of the wrong shape; the message says what was expected."""
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     key: str | None  # in a configuration file; None: a setting of the server only
     setting: str | None  # the client setting; None: not a server setting
     flag: str | None  # of `check`; None: no flag

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpu_async_lsp import regex_cache
 
@@ -148,8 +148,7 @@ def positions_of(text: str, offsets: list[int], encoding: str = UTF16) -> list[t
     return out if ordered else [found[o] for o in offsets]
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):
     """A zero-based line and a column in code units of some encoding."""
 
     line: int

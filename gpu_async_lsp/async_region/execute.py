@@ -26,7 +26,7 @@ storage's capacity move its operands to new storage, each in front of its list a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
@@ -105,8 +105,7 @@ def _skip_blanks(text: str, i: int, end: int) -> int:
     return i
 
 
-@dataclass
-class ExecuteSyntax:
+class ExecuteSyntax(NamedTuple):
     """Where the parts of `async.execute [deps] (operands) -> types {` are."""
 
     deps_close: int | None  # offset of `]`
@@ -165,18 +164,27 @@ def yield_operands(text: str, op: Op) -> tuple[list[str], int, int]:
 
 # -- the model of uses -------------------------------------------------------------------------
 
-@dataclass(eq=False)
 class Use:
     """A use of a value: by an op of the text (`ref` is the ValueRef written there), by an
-    inserted await (`new`), or as an operand added to an execute (`added`, its index)."""
+    inserted await (`new`), or as an operand added to an execute (`added`, its index).
+    (Plain classes here, compared by identity: no dataclass is made at `check`'s start.)"""
 
     user: object  # Op or NewOp
     value: str  # the value it uses, as a use names it
-    ref: object = None
-    added: tuple | None = None  # (ExecutePlan, index)
+    ref: object
+    added: tuple | None  # (ExecutePlan, index)
+
+    def __init__(self, user: object, value: str, ref: object = None,
+                 added: tuple | None = None):
+        self.user = user
+        self.value = value
+        self.ref = ref
+        self.added = added
+
+    def __repr__(self) -> str:
+        return f"Use({self.user!r}, {self.value!r}, ref={self.ref!r}, added={self.added!r})"
 
 
-@dataclass(eq=False)
 class ExecutePlan:
     """What the phases add to one async.execute: results (their names) and operands
     (value, block argument); what its body yields additionally."""
@@ -185,12 +193,31 @@ class ExecutePlan:
     syntax: ExecuteSyntax
     results: list[str]  # every result as a use names it: the token, then the values
     value_types: list[str]  # of the values, as written or added
-    new_results: list[str] = field(default_factory=list)
-    new_operands: list[list[str]] = field(default_factory=list)  # [value, argument]
-    yielded: list[str] = field(default_factory=list)  # every yielded value
-    new_yielded: list[str] = field(default_factory=list)
-    yield_op: Op | None = None
-    yield_ends: tuple[int, int] | None = None  # where new operands and types go
+    new_results: list[str]
+    new_operands: list[list[str]]  # [value, argument]
+    yielded: list[str]  # every yielded value
+    new_yielded: list[str]
+    yield_op: Op | None
+    yield_ends: tuple[int, int] | None  # where new operands and types go
+
+    def __init__(self, op: Op, syntax: ExecuteSyntax, results: list[str],
+                 value_types: list[str], new_results: list[str] | None = None,
+                 new_operands: list[list[str]] | None = None, yielded: list[str] | None = None,
+                 new_yielded: list[str] | None = None, yield_op: Op | None = None,
+                 yield_ends: tuple[int, int] | None = None):
+        self.op = op
+        self.syntax = syntax
+        self.results = results
+        self.value_types = value_types
+        self.new_results = [] if new_results is None else new_results
+        self.new_operands = [] if new_operands is None else new_operands
+        self.yielded = [] if yielded is None else yielded
+        self.new_yielded = [] if new_yielded is None else new_yielded
+        self.yield_op = yield_op
+        self.yield_ends = yield_ends
+
+    def __repr__(self) -> str:
+        return f"ExecutePlan({self.op!r}, results={self.results!r})"
 
 
 def _result_names(op: Op) -> list[str]:

@@ -8,7 +8,6 @@ what each means, its default severity, whether it blocks the rewrite, its docs.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import NamedTuple
 
 SOURCE = "gpu-async"
@@ -48,9 +47,8 @@ INVALID_SUPPRESSION = "invalid-suppression"
 CODES_PAGE = "docs/codes.md"
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One finding code and everything said about it.
+class Rule(NamedTuple):
+    """One finding code and everything said about it (a value: a named tuple).
 
     `docs/codes.md`, the README's table, the SARIF rules, the JSON `url`, the hover of a
     blocker and `package.json`'s severity schema all come from `RULES`
@@ -297,8 +295,7 @@ def op_error(op_name: str, message: str) -> str:
     return f"'{op_name}' op {message}"
 
 
-@dataclass(frozen=True)
-class Related:
+class Related(NamedTuple):
     """A place a finding points to (LSP relatedInformation)."""
 
     start: int

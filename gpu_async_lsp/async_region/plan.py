@@ -13,8 +13,6 @@ ops removed with their line. Every other byte stays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.syntax import Block, Op
@@ -39,17 +37,28 @@ def use_name(ref) -> str:
     return ref.name if ref.index is None else f"{ref.name}#{ref.index}"
 
 
-@dataclass(eq=False)
 class NewOp:
     """An op the rewrite inserts. WAIT: `gpu.wait [deps]`, or `result = gpu.wait async
     [deps]`; AWAIT: `result = async.await deps[0] : !async.value<!gpu.async.token>`; YIELD:
-    `async.yield deps : types` (an implicit terminator made explicit)."""
+    `async.yield deps : types` (an implicit terminator made explicit). (The plan's classes
+    are plain, compared by identity: no dataclass is made at `check`'s start.)"""
 
     kind: str
-    deps: list[str] = field(default_factory=list)
-    result: str | None = None
-    types: list[str] = field(default_factory=list)
-    step: object = None  # the walk's record of it (a WaitStep), for previews
+    deps: list[str]
+    result: str | None
+    types: list[str]
+    step: object  # the walk's record of it (a WaitStep), for previews
+
+    def __init__(self, kind: str, deps: list[str] | None = None, result: str | None = None,
+                 types: list[str] | None = None, step: object = None):
+        self.kind = kind
+        self.deps = [] if deps is None else deps
+        self.result = result
+        self.types = [] if types is None else types
+        self.step = step
+
+    def __repr__(self) -> str:
+        return f"NewOp({self.kind!r}, {self.deps!r}, result={self.result!r})"
 
     def text(self) -> str:
         if self.kind == WAIT:
@@ -62,7 +71,6 @@ class NewOp:
         return f"async.yield {', '.join(self.deps)} : {', '.join(self.types)}"
 
 
-@dataclass(eq=False)
 class OpPlan:
     """What happens to one op of the text: `front` dependencies go in front of its list
     (first first), a synchronous op made async gets `token` as its new last result, an erased
@@ -71,11 +79,24 @@ class OpPlan:
     in place of `front` and the list as written."""
 
     op: Op
-    front: list[str] = field(default_factory=list)
-    token: str | None = None
-    erased: bool = False
-    replacements: list[tuple[int, int, str]] = field(default_factory=list)
-    only: list[str] | None = None
+    front: list[str]
+    token: str | None
+    erased: bool
+    replacements: list[tuple[int, int, str]]
+    only: list[str] | None
+
+    def __init__(self, op: Op, front: list[str] | None = None, token: str | None = None,
+                 erased: bool = False, replacements: list[tuple[int, int, str]] | None = None,
+                 only: list[str] | None = None):
+        self.op = op
+        self.front = [] if front is None else front
+        self.token = token
+        self.erased = erased
+        self.replacements = [] if replacements is None else replacements
+        self.only = only
+
+    def __repr__(self) -> str:
+        return f"OpPlan({self.op!r}, front={self.front!r}, token={self.token!r})"
 
     @property
     def dependencies(self) -> list[str]:
@@ -88,14 +109,22 @@ class OpPlan:
         return self.front + written
 
 
-@dataclass(eq=False)
 class BlockPlan:
     """A block as the plan leaves it: its ops (Op) and the inserted ones (NewOp), in order."""
 
     block: Block
     rbrace: int  # the `}` of its region
     owner: Op  # the op whose region holds it
-    items: list = field(default_factory=list)
+    items: list
+
+    def __init__(self, block: Block, rbrace: int, owner: Op, items: list | None = None):
+        self.block = block
+        self.rbrace = rbrace
+        self.owner = owner
+        self.items = [] if items is None else items
+
+    def __repr__(self) -> str:
+        return f"BlockPlan(owner={self.owner!r}, {len(self.items)} items)"
 
 
 _INDENT = regex_cache.compile(r"[ \t]*")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
@@ -117,8 +117,7 @@ _INDENT = regex_cache.compile(r"[ \t]*")
 _LIVE = "%<current>"  # a token is current (a walk that does not plan: no name is given out)
 
 
-@dataclass(frozen=True, slots=True)
-class AsyncStep:
+class AsyncStep(NamedTuple):
     """`rewrite_async_op`: `op` gets `async [dependency]` and returns `token`; when no token
     was current, `dependency` comes from a `gpu.wait async` inserted before `op`."""
 
@@ -128,8 +127,7 @@ class AsyncStep:
     fresh_wait: bool
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadStep:
+class ThreadStep(NamedTuple):
     """LLVM 22's `ThreadTokenCallback` on an op that has a token of its own (a pre-existing
     `gpu.wait`, or a GPU op that is already async): `dependency` is added to its list (None
     when none is current, or when it is there already; from a `gpu.wait async` inserted
@@ -149,8 +147,7 @@ BLOCK_END = "block-end"  # the block's terminator is elided in the text
 HAND_WRITTEN = "hand-written"  # sync-only: a pre-existing gpu.wait or async op follows
 
 
-@dataclass(frozen=True, slots=True)
-class WaitStep:
+class WaitStep(NamedTuple):
     """`create_wait_op`: a `gpu.wait [token]` inserted at `offset`, before `before` (None at
     the end of a block whose terminator is implicit)."""
 
@@ -160,45 +157,41 @@ class WaitStep:
     reason: str
 
 
-@dataclass(init=False)
 class FunctionRewrite:
-    """What the rewrite does (or cannot do) to one func.func. Its __init__ is written out (as
-    Finding's): a dataclass's is Python the build does not compile, run for every function
-    of a first open (with six lists made by factories)."""
+    """What the rewrite does (or cannot do) to one func.func. A plain class, its __init__
+    written out: a dataclass's is Python the build does not compile, run for every function
+    of a first open (with six lists made by factories), and its class made at import was
+    part of `check`'s start. Compared by identity."""
 
     func: Op
     name: str  # `@f`
-    sync_ops: list[Op] = field(default_factory=list)
-    blockers: list[Finding] = field(default_factory=list)
-    semantics: str = ORIGINAL
-    thread_launch: bool = False  # an inline gpu.launch is threaded like any async op
+    sync_ops: list[Op]
+    blockers: list[Finding]
+    semantics: str
+    thread_launch: bool  # an inline gpu.launch is threaded like any async op
     # The `gpu.wait async`s without dependencies (streams the text starts on its own) that
     # LLVM 22's threading makes depend on another chain: it serializes work the function
     # runs apart. Found by both walks (the one that does not plan tracks `_LIVE`).
-    serialized: list[Op] = field(default_factory=list)
+    serialized: list[Op]
     # A `gpu.wait` is among the ops the walk visited (a superset of those `stream_hazards`
     # looks at): without one, no stream is destroyed, so there is no hazard to look for.
-    has_wait: bool = False
+    has_wait: bool
     # LLVM22_LOWERING: the rewrite's output lowers with LLVM 22's gpu-to-llvm (lowerable.py;
     # host_shared allocs stay synchronous, no op gets two dependencies, no stream is
     # destroyed twice); NO_LOWERING: exactly the pass's.
-    lowering: str = NO_LOWERING
+    lowering: str
     # The walk's steps, in walk order; None after a walk that looked for findings only
     # (`analyze_function(plan=False)`: what a first publication needs), until the first
     # request for them or for the edits walks the function again, planning (`_text`: its
     # text for that walk).
-    _steps: list[AsyncStep | WaitStep | ThreadStep] | None = field(
-        default_factory=list, init=False, repr=False)
-    _text: str | None = field(default=None, init=False, repr=False, compare=False)
+    _steps: list[AsyncStep | WaitStep | ThreadStep] | None
+    _text: str | None
     # The walk's plan until it is rendered: edits on first request (a code action, --fix).
-    _walker: tuple | None = field(  # (walker, phases)
-        default=None, init=False, repr=False, compare=False)
-    _edits: list[TextEdit] | None = field(default=None, init=False, repr=False)
-    _memory_ops: list | None = field(default=None, init=False, repr=False, compare=False)
-    _plain: object = field(  # PlainPlan | False
-        default=None, init=False, repr=False, compare=False)
-    _plain_edits: list[TextEdit] | None = field(
-        default=None, init=False, repr=False, compare=False)
+    _walker: tuple | None  # (walker, phases)
+    _edits: list[TextEdit] | None
+    _memory_ops: list | None
+    _plain: object  # PlainPlan | False
+    _plain_edits: list[TextEdit] | None
 
     def __init__(self, func: Op, name: str, sync_ops: list[Op] | None = None,
                  blockers: list[Finding] | None = None, semantics: str = ORIGINAL,
@@ -220,6 +213,10 @@ class FunctionRewrite:
         self._memory_ops = None
         self._plain = None
         self._plain_edits = None
+
+    def __repr__(self) -> str:
+        return (f"FunctionRewrite({self.name!r}, {len(self.sync_ops)} sync ops, "
+                f"{len(self.blockers)} blockers)")
 
     @property
     def memory_ops(self) -> list[Op]:
@@ -553,12 +550,11 @@ class ThreadTokenWalker:
         return renderer.edits
 
 
-@dataclass(init=False)
 class Analysis:
     document: Document
     findings: list[Finding]
     functions: list[FunctionRewrite]
-    strict: bool = False
+    strict: bool
 
     def __init__(self, document: Document, findings: list[Finding],
                  functions: list[FunctionRewrite], strict: bool = False):
@@ -567,6 +563,9 @@ class Analysis:
         self.findings = findings
         self.functions = functions
         self.strict = strict
+
+    def __repr__(self) -> str:
+        return f"Analysis({len(self.functions)} functions, {len(self.findings)} findings)"
 
     @property
     def has_syntax_errors(self) -> bool:

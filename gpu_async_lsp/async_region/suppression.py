@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.async_region import findings as F
@@ -62,8 +62,7 @@ _IGNORE = regex_cache.compile(r"[ \t]*ignore(?:[ \t]*\[(?P<codes>[^\]\n]*)\]|(?=
 _FORMS = "`// gpu-async-lsp: ignore` or `// gpu-async-lsp: ignore[code, ...]`"
 
 
-@dataclass(frozen=True)
-class Directive:
+class Directive(NamedTuple):
     """One `// gpu-async-lsp: ...` comment."""
 
     start: int  # its `//`
