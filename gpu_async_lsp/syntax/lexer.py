@@ -291,8 +291,9 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
             fine = fine or _names_gpu_op(out, line_first)
             continue
         if scanned and not fine:
-            # The compiled scan makes the LineToken of a plain op line itself.
-            spans = line_spans(text, pos, end, op_words, whole_ops, LineToken)
+            # The compiled scan makes the LineToken of a plain op line itself, and the
+            # GpuLineToken of a GPU op line its format reads whole.
+            spans = line_spans(text, pos, end, op_words, whole_ops, LineToken, GpuLineToken)
             if spans is not None and spans[0] is not None:  # (token, line end, brace)
                 append(spans[0])
                 brace = spans[2]

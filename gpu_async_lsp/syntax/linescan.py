@@ -21,6 +21,8 @@ Matched (as LINE_RE, from patterns.py):
 
 from __future__ import annotations
 
+from gpu_async_lsp.syntax.gpuscan import gpu_line  # a C call in the build (linescan.pxd)
+
 try:
     import cython
 
@@ -30,7 +32,7 @@ except ImportError:  # no Cython: Python (the annotations are never evaluated)
 
 
 def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_words=None,
-               whole_ops=None, token_class=None):
+               whole_ops=None, token_class=None, gpu_class=None):
     """What `LINE_RE.match(text, pos, end)` finds, flat: (match end, results start, results
     end, name start, name end, rest start, rest end, brace), -1 for a group that took no
     part (`flat`); or None. One function, its loops inline (a call of a Python-level helper
@@ -45,7 +47,10 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
     their formats; `op_words`: the bare names that start one), and one whose rest holds a
     `.` or `return` (a second op may start there). Its end, whether the op goes on
     (UNFINISHED_LINE_ENDS) and its bracket depth are read here, not from slices of the line
-    (a tuple and five strings a line fewer)."""
+    (a tuple and five strings a line fewer). Given `gpu_class` too (the tokenizer's
+    GpuLineToken), the line of a GPU op that its format reads whole gives (its GpuLineToken,
+    where it ends, -1), made by `gpuscan.gpu_line` as the tokenizer would make it from the
+    spans (half the lines of host code: not a tuple of ten and a second call each)."""
     i: cython.Py_ssize_t
     j: cython.Py_ssize_t
     k: cython.Py_ssize_t
@@ -168,6 +173,13 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
             dotted = True
             break
     leave = (res_start >= 0 or dotted or name in op_words) and name in whole_ops
+    if leave and gpu_class is not None:
+        # A GPU op read by its format: its token here (`gpu_line`, a C call in the build),
+        # not the spans the tokenizer would pass on to it (a tuple of nine, a second call).
+        g = gpu_line(text, whole_ops[name], name, name_start, rest_start, res_start, res_end,
+                     end, op_words, gpu_class)
+        if g is not None:
+            return (g[0], g[1], -1)
     depth: cython.Py_ssize_t = 0
     last: cython.Py_ssize_t = rest_start  # after the last character not blank (`rstrip`)
     if not leave:
