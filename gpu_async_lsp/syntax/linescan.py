@@ -92,7 +92,9 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
             k = j + 1
             while k < end:
                 c = text[k]
-                if not (c == "_" or c.isalnum() or c == "$" or c == "." or c == "-"):
+                # ASCII first (`isalnum` reads Unicode's tables for every character).
+                if not (("a" <= c <= "z") or ("0" <= c <= "9") or ("A" <= c <= "Z") or c == "_"
+                        or c == "$" or c == "." or c == "-" or (c > "\x7f" and c.isalnum())):
                     break
                 k += 1
             if k == j + 1:  # `%` alone: no result here
@@ -139,7 +141,8 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
     i += 1
     while i < end:
         c = text[i]
-        if not (c == "_" or c.isalnum() or c == "$" or c == "."):
+        if not (("a" <= c <= "z") or ("0" <= c <= "9") or ("A" <= c <= "Z") or c == "_"
+                or c == "." or c == "$" or (c > "\x7f" and c.isalnum())):
             break
         i += 1
     rest_start = i
