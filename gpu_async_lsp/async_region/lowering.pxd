@@ -5,10 +5,12 @@
 # imports `Op` through syntax's door.)
 cimport cython
 
-from gpu_async_lsp.syntax.ir cimport Op as IrOp
+from gpu_async_lsp.syntax.ir cimport Block as IrBlock, Op as IrOp, Region as IrRegion
 
 cpdef bint is_host_shared(IrOp op, str text) except -1
 cpdef problem(IrOp op, str text, bint is_async, Py_ssize_t deps)
 cpdef finding(IrOp op, str why, function=*)
 @cython.locals(op=IrOp)
 cpdef list as_written(str text, IrOp func, name=*, ops=*)
+@cython.locals(op=IrOp, region=IrRegion, block=IrBlock, out=list, work=list)
+cpdef list memory_ops(IrOp func)

@@ -277,13 +277,18 @@ def memory_ops(func: Op) -> list[Op]:
     """The GPU memory ops of a host function, at any depth of its regions (not in device
     code: a `gpu.launch` body), in text order."""
     out = []
-    work = [op for region in reversed(func.regions) for block in reversed(region.blocks)
-            for op in reversed(block.ops)]
+    work = []
+    # Loops, not a comprehension: the build reads each op, region and block as the
+    # extension type it is (lowering.pxd), its fields as C fields.
+    for region in reversed(func.regions):
+        for block in reversed(region.blocks):
+            work.extend(reversed(block.ops))
     while work:
         op = work.pop()
-        if op.name in MEMORY_OPS:
+        name = op.name
+        if name in MEMORY_OPS:
             out.append(op)
-        if op.regions and op.name not in _DEVICE_BODIES:
+        if op.regions and name not in _DEVICE_BODIES:
             for region in reversed(op.regions):
                 for block in reversed(region.blocks):
                     work.extend(reversed(block.ops))
