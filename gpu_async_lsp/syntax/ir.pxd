@@ -3,6 +3,7 @@
 # their __init__s set C fields (setting 16 slots through the type's dictionary was most of the
 # cost of the 31k ops of a 50k-line first open). Fields stay Python objects (an int field
 # would be boxed anew at each read), Op's `generic` a C flag.
+from gpu_async_lsp.syntax.refs cimport IRValue
 
 cdef class Op:
     cdef public object name
@@ -22,7 +23,7 @@ cdef class Op:
     cdef public object gpu
     cdef public object result_types
 
-cdef class GpuSyntax:
+cdef class GpuSyntax(IRValue):
     cdef public object async_kw
     cdef public object deps_open
     cdef public object deps_close
@@ -40,12 +41,12 @@ cdef class Region:
     cdef public object rbrace
     cdef public object blocks
 
-cdef class Alias:
+cdef class Alias(IRValue):
     cdef public object name
     cdef public object start
     cdef public object end
 
-cdef class SyntaxIssue:
+cdef class SyntaxIssue(IRValue):
     cdef public object message
     cdef public object start
     cdef public object end

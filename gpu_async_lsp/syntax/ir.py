@@ -8,16 +8,16 @@ async rewrite edits (`GpuSyntax`). No lark, pygls or lsprotocol here.
 from __future__ import annotations
 
 from gpu_async_lsp.syntax import refs
-from gpu_async_lsp.syntax.refs import SymbolRef, ValueRef, same_fields, shown
+from gpu_async_lsp.syntax.refs import IRValue, SymbolRef, ValueRef, shown
 
 # The IR's classes are plain classes with slots, their methods written out (`__slots__` are
 # their fields, in order: the IR dumps of the tests read them); the compiled build makes each
 # an extension type with C fields (ir.pxd, refs.pxd). Those compared by value (GpuSyntax,
-# Alias, SyntaxIssue, ValueRef, SymbolRef) are unhashable, the others compared by identity,
-# as the dataclasses they were.
+# Alias, SyntaxIssue, ValueRef, SymbolRef: refs.IRValue) are unhashable, the others compared
+# by identity, as the dataclasses they were.
 
 
-class GpuSyntax:
+class GpuSyntax(IRValue):
     """The parts of a GPU op's custom form (`custom<AsyncDependencies>` and what follows it).
     Made empty and filled in (one per GPU op)."""
 
@@ -33,14 +33,6 @@ class GpuSyntax:
         self.deps_open = None
         self.deps_close = None
         self.deps = ()
-
-    def __eq__(self, other):
-        return same_fields(self, other)
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return shown(self)
 
 
 # Op's fields, in order (`Op.__slots__`; the IR dumps of the tests read them).
@@ -173,7 +165,7 @@ class Region:
         return shown(self)
 
 
-class Alias:
+class Alias(IRValue):
     """`#name = ...` or `!name = ...` at the top level."""
 
     __slots__ = ("name", "start", "end")
@@ -187,16 +179,8 @@ class Alias:
         self.start = start
         self.end = end
 
-    def __eq__(self, other):
-        return same_fields(self, other)
 
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return shown(self)
-
-
-class SyntaxIssue:
+class SyntaxIssue(IRValue):
     """A parse error at the offending token."""
 
     __slots__ = ("message", "start", "end")
@@ -209,14 +193,6 @@ class SyntaxIssue:
         self.message = message
         self.start = start
         self.end = end
-
-    def __eq__(self, other):
-        return same_fields(self, other)
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return shown(self)
 
 
 class Chunk:

@@ -33,9 +33,23 @@ def shown(x) -> str:
     return f"{type(x).__name__}({fields})"
 
 
-class ValueRef:
-    """An SSA name as written: `%x`, `%x#1` (use), `%x:2` (definition of a result group).
-    Compared by its fields (unhashable, as the dataclass it was)."""
+class IRValue:
+    """The base of the IR's values that are compared by their fields (`same_fields`),
+    unhashable, as the dataclasses they were, and shown with their fields (`shown`)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return same_fields(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return shown(self)
+
+
+class ValueRef(IRValue):
+    """An SSA name as written: `%x`, `%x#1` (use), `%x:2` (definition of a result group)."""
 
     __slots__ = ("name", "start", "end", "index", "count")
 
@@ -53,17 +67,9 @@ class ValueRef:
         self.index = index
         self.count = count
 
-    def __eq__(self, other):
-        return same_fields(self, other)
 
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return shown(self)
-
-
-class SymbolRef:
-    """A symbol reference `@a` or nested `@a::@b` as written (compared by its fields)."""
+class SymbolRef(IRValue):
+    """A symbol reference `@a` or nested `@a::@b` as written."""
 
     __slots__ = ("path", "start", "end")
 
@@ -75,14 +81,6 @@ class SymbolRef:
         self.path = path
         self.start = start
         self.end = end
-
-    def __eq__(self, other):
-        return same_fields(self, other)
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return shown(self)
 
 
 _SKIP = rf"//[^\n]*|{STRING}"
