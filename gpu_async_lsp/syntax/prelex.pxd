@@ -57,3 +57,5 @@ cpdef bint _opens_line_region(str text, list raw, Py_ssize_t i, str qualified) e
 @cython.locals(n=Py_ssize_t, close=Py_ssize_t, kind=str, qualified=object, bare=str)
 cpdef Py_ssize_t _region_entries(str text, list raw, Py_ssize_t i, dialect, int depth,
                                  list entries) except? -2
+@cython.locals(k=Py_ssize_t, c=Py_UCS4)
+cpdef list result_values(str text, Py_ssize_t start, Py_ssize_t end)
