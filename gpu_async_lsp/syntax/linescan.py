@@ -195,9 +195,15 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
                 depth += 1
             elif c == ")" or c == "]":
                 depth -= 1
+            elif c == "r" and k + 6 <= rest_end and text[k + 1] == "e" and text[k + 2] == "t" \
+                    and text[k + 3] == "u" and text[k + 4] == "r" and text[k + 5] == "n":
+                # `return` in the rest (read here: a str.find with bounds is a Python call
+                # from the build, one per line).
+                leave = True
+                break
             if not c.isspace():
                 last = k + 1
-    if leave or text.find("return", rest_start, rest_end) >= 0:
+    if leave:
         return (None, i, res_start, res_end, name_start, rest_start, rest_start, rest_end,
                 brace, name)
     cont: cython.bint = False
