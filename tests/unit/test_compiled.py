@@ -108,31 +108,46 @@ def test_compiled_and_python_make_the_same_ir_findings_and_fixes():
     assert compiled == python
 
 
-def _fake_install(tmp_path: Path, edited: bool, suffix: str | None = None,
-                  pxd: tuple[bytes, bytes] | None = None) -> str:
-    """A package with one module and a build manifest of it, in a folder of its own; with
-    `pxd`, the module has a .pxd: (the one it was built with, the one there now)."""
-    pkg = tmp_path / "gpu_async_lsp"
+def _fake_package(root: Path, modules: dict[str, tuple[bytes, bytes | None, bytes]],
+                  suffix: str | None = None) -> None:
+    """In `root`, a package of modules (name: its .py now, its .pxd now or None, what its
+    build was made from as `source_of` reads it) and a build manifest of them."""
+    pkg = root / "gpu_async_lsp"
+    built = root / _compiled.PACKAGE / "gpu_async_lsp"
     pkg.mkdir(parents=True)
+    built.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "_compiled.py").write_text((ROOT / "gpu_async_lsp" / "_compiled.py").read_text())
-    source = b"VALUE = 'python'\n"
-    (pkg / "mod.py").write_bytes(source + (b"# edited\n" if edited else b""))
-    if pxd is not None:
-        (pkg / "mod.pxd").write_bytes(pxd[1])
-        source += b"\0" + pxd[0]
-    built = tmp_path / _compiled.PACKAGE / "gpu_async_lsp"
-    built.mkdir(parents=True)
-    name = "mod" + (suffix or EXTENSION_SUFFIXES[0])
-    (built / name).write_bytes(b"not really a build")
-    (tmp_path / _compiled.PACKAGE / _compiled.MANIFEST).write_text(
-        f"gpu_async_lsp.mod {source_crc(source)} gpu_async_lsp/{name}\n")
+    lines = []
+    for name, (source, pxd, built_from) in modules.items():
+        (pkg / f"{name}.py").write_bytes(source)
+        if pxd is not None:
+            (pkg / f"{name}.pxd").write_bytes(pxd)
+        file = name + (suffix or EXTENSION_SUFFIXES[0])
+        (built / file).write_bytes(b"not really a build")
+        lines.append(f"gpu_async_lsp.{name} {source_crc(built_from)} gpu_async_lsp/{file}")
+    (root / _compiled.PACKAGE / _compiled.MANIFEST).write_text("\n".join(lines) + "\n")
+
+
+def _probe(root: Path) -> subprocess.CompletedProcess:
+    """A fresh Python with `root` on its path installs the loader and prints what it loads."""
     probe = ("import sys; sys.path.insert(0, sys.argv[1]); import gpu_async_lsp._compiled as c;"
              "c.install(); print(sorted(c._built))")
     env = dict(os.environ)
     env.pop(_compiled.PURE_ENV, None)
-    return subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
-                          text=True, timeout=60, env=env, cwd=tmp_path).stdout.strip()
+    return subprocess.run([sys.executable, "-c", probe, str(root)], capture_output=True,
+                          text=True, timeout=60, env=env, cwd=root)
+
+
+def _fake_install(tmp_path: Path, edited: bool, suffix: str | None = None,
+                  pxd: tuple[bytes, bytes] | None = None) -> str:
+    """A package with one module and a build manifest of it, in a folder of its own; with
+    `pxd`, the module has a .pxd: (the one it was built with, the one there now)."""
+    source = b"VALUE = 'python'\n"
+    built_from = source if pxd is None else source + b"\0" + pxd[0]
+    _fake_package(tmp_path, {"mod": (source + (b"# edited\n" if edited else b""),
+                                     None if pxd is None else pxd[1], built_from)}, suffix)
+    return _probe(tmp_path).stdout.strip()
 
 
 def test_a_build_is_used_only_while_its_source_is_the_one_it_was_built_from(tmp_path):
@@ -152,40 +167,27 @@ def test_a_build_that_cimports_a_module_run_as_python_is_run_as_python_too(tmp_p
     """A build that cimports another module's types (parser.pxd: ir's Op) reads their C
     fields: where that module is edited (run as Python), its users are run as Python too
     (loaded beside the Python class, the build read memory that was not there: a crash)."""
-    def install(edited: set[str]) -> str:
+    pxds = {"ir": b"cdef class Op:\n    cdef public object name\n",
+            "parser": b"from gpu_async_lsp.ir cimport Op\n",
+            "rewriter": b"from gpu_async_lsp.parser cimport f\n",
+            "lexer": b"cimport cython\n"}
+
+    def loaded(edited: set[str]) -> str:
         root = tmp_path / "-".join(sorted(edited) or ["none"])
-        pkg = root / "gpu_async_lsp"
-        built = root / _compiled.PACKAGE / "gpu_async_lsp"
-        pkg.mkdir(parents=True)
-        built.mkdir(parents=True)
-        (pkg / "__init__.py").write_text("")
-        (pkg / "_compiled.py").write_text((ROOT / "gpu_async_lsp" / "_compiled.py").read_text())
-        pxds = {"ir": b"cdef class Op:\n    cdef public object name\n",
-                "parser": b"from gpu_async_lsp.ir cimport Op\n",
-                "rewriter": b"from gpu_async_lsp.parser cimport f\n",
-                "lexer": b"cimport cython\n"}
-        lines = []
+        modules = {}
         for name, pxd in pxds.items():
             source = f"VALUE = {name!r}\n".encode()
-            (pkg / f"{name}.py").write_bytes(source + (b"# edited\n" if name in edited else b""))
-            (pkg / f"{name}.pxd").write_bytes(pxd)
-            file = name + EXTENSION_SUFFIXES[0]
-            (built / file).write_bytes(b"not really a build")
-            crc = source_crc(source + b"\0" + pxd)
-            lines.append(f"gpu_async_lsp.{name} {crc} gpu_async_lsp/{file}")
-        (root / _compiled.PACKAGE / _compiled.MANIFEST).write_text("\n".join(lines) + "\n")
-        probe = ("import sys; sys.path.insert(0, sys.argv[1]); import gpu_async_lsp._compiled"
-                 " as c; c.install(); print(' '.join(m.split('.')[1] for m in sorted(c._built)))")
-        env = dict(os.environ)
-        env.pop(_compiled.PURE_ENV, None)
-        return subprocess.run([sys.executable, "-c", probe, str(root)], capture_output=True,
-                              text=True, timeout=60, env=env, cwd=root).stdout.strip()
+            modules[name] = (source + (b"# edited\n" if name in edited else b""), pxd,
+                             source + b"\0" + pxd)
+        _fake_package(root, modules)
+        return _probe(root).stdout.strip()
 
-    assert install(set()) == "ir lexer parser rewriter"
-    assert install({"ir"}) == "lexer"  # parser cimports ir, rewriter parser
-    assert install({"parser"}) == "ir lexer"
-    assert install({"rewriter"}) == "ir lexer parser"
-    assert install({"lexer"}) == "ir parser rewriter"
+    every = "gpu_async_lsp.ir", "gpu_async_lsp.lexer", "gpu_async_lsp.parser", "gpu_async_lsp.rewriter"
+    assert loaded(set()) == str(list(every))
+    assert loaded({"ir"}) == "['gpu_async_lsp.lexer']"  # parser cimports ir, rewriter parser
+    assert loaded({"parser"}) == "['gpu_async_lsp.ir', 'gpu_async_lsp.lexer']"
+    assert loaded({"rewriter"}) == str(list(every[:3]))
+    assert loaded({"lexer"}) == "['gpu_async_lsp.ir', 'gpu_async_lsp.parser', 'gpu_async_lsp.rewriter']"
 
 
 def test_an_unreadable_manifest_leaves_python_running(tmp_path):
@@ -194,10 +196,7 @@ def test_an_unreadable_manifest_leaves_python_running(tmp_path):
         root = tmp_path / str(i)
         assert _fake_install(root, edited=False) == "['gpu_async_lsp.mod']"
         (root / _compiled.PACKAGE / _compiled.MANIFEST).write_bytes(garbage)
-        probe = ("import sys; sys.path.insert(0, sys.argv[1]); import gpu_async_lsp._compiled as c;"
-                 "c.install(); print(sorted(c._built))")
-        run = subprocess.run([sys.executable, "-c", probe, str(root)], capture_output=True,
-                             text=True, timeout=60, cwd=root)
+        run = _probe(root)
         assert (run.returncode, run.stdout.strip(), run.stderr) == (0, "[]", "")
 
 
