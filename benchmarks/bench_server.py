@@ -153,6 +153,10 @@ class ResponseError(BenchError):
 
 # -- the client -------------------------------------------------------------------------------
 
+# --cpus: the CPUs every server process (and whatever it forks) may run on; empty: any.
+SERVER_CPUS: set[int] = set()
+
+
 class LspClient:
     """A language server subprocess spoken to over stdio with JSON-RPC framing."""
 
@@ -164,6 +168,8 @@ class LspClient:
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=self._stderr, bufsize=1 << 20)
+            if SERVER_CPUS:  # before it is spoken to (its start-up is not timed)
+                os.sched_setaffinity(self.proc.pid, SERVER_CPUS)
         except OSError as e:
             self._stderr.close()
             raise BenchError(f"cannot start {shlex.join(cmd)}: {e}") from None
@@ -977,7 +983,18 @@ def main() -> int:
                     help="instead of everything else: first opens in fresh server processes of "
                          "these document kinds, comma-separated: host (gen_host.py), wide (real "
                          "IR of many dialects, gen_wide.py, from ../shared/corpus-wide)")
+    ap.add_argument("--cpus", default="",
+                    help="CPUs the servers may run on, comma-separated (default: any): `--cpus "
+                         "1` measures both on one CPU, as when an editor keeps the other busy "
+                         "(mlir-lsp-server-22 parses on one thread; ours shares a big file with "
+                         "a second process where it may use two CPUs)")
     args = ap.parse_args()
+    if args.cpus:
+        try:
+            SERVER_CPUS.update(int(c) for c in args.cpus.split(","))
+            os.sched_getaffinity(0)
+        except (ValueError, AttributeError):
+            ap.error("--cpus takes CPU numbers, comma-separated, on a system with affinity masks")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     wanted = [k.strip() for k in args.servers.split(",") if k.strip()]
     unknown = [k for k in wanted if k not in LABELS]
@@ -1014,6 +1031,8 @@ def main() -> int:
         python = of_command(servers[k])
         if python:
             print(f"  {python}")
+    if SERVER_CPUS:
+        print(f"servers pinned to CPU(s) {sorted(SERVER_CPUS)} of {os.cpu_count()}")
     print(f"sizes {sizes}, {args.repeat} samples each, timeout {args.timeout:.0f} s per wait"
           + (f"; editor requests at {feature_size} lines" if feature_size else ""))
 
