@@ -44,7 +44,7 @@ from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.config import Config, ConfigError, Resolver, reported
 from gpu_async_lsp.gcpause import gc_paused
 from gpu_async_lsp.options import add_arguments, given_arguments
-from gpu_async_lsp.parallel import analyze_in_shares
+from gpu_async_lsp.parallel import analyze_in_shares, usable_cpus
 from gpu_async_lsp.report import (
     COLOR_CHOICES,
     OUTPUT_FORMATS,
@@ -564,8 +564,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "NO_COLOR is set; FORCE_COLOR forces it), always or never")
     check.add_argument("--stdin-filename", metavar="NAME",
                        help="the name to report for the buffer read from stdin")
-    check.add_argument("--jobs", "-j", type=_jobs, default=os.cpu_count() or 1, metavar="N",
-                       help="files checked in parallel (default: all cores)")
+    check.add_argument("--jobs", "-j", type=_jobs, default=usable_cpus(), metavar="N",
+                       help="files checked in parallel, and processes sharing a big file "
+                            "(default: the CPUs this process may use)")
 
     tree = sub.add_parser("tree", help="print the op tree as the parser sees it",
                           description="One op per line, two spaces per nesting level; syntax "

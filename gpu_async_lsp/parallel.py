@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region import findings as F
@@ -170,6 +171,56 @@ def _claimed_blocks_pickled(text: str, blocks: list, strict: bool, rules: tuple,
     return {i: pickle.dumps(_analyze_share(text, *blocks[i], strict, rules, layout, counts),
                             pickle.HIGHEST_PROTOCOL)
             for i in claims.walk(start)}
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one: a
+    container's cpuset, `taskset`), else all of them. A second process on a one-CPU mask only
+    shares that CPU: it costs its fork and its results' transfer and saves nothing."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity masks (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+# Decides what cpu_to_spare would: "always" (a big buffer is always shared: the tests of the
+# shared analysis), "never"; unset or anything else: as the machine is now.
+SECOND_PROCESS_ENV = "GPU_ASYNC_LSP_SECOND_PROCESS"
+
+
+def cpu_to_spare() -> bool:
+    """Would a second process have a CPU of its own now: this process may use two CPUs or
+    more (`usable_cpus`), and one CPU at least runs nothing (Linux's count of the tasks
+    running at this moment, this one among them; where there is none, it is taken to be
+    so). With every CPU busy (an editor laying out the big file just opened on the other),
+    a second process shares a CPU with this one, and its fork, copied pages and results are
+    all cost: a 50k-line first open beside a busy CPU took 226 ms with it, 166 without."""
+    forced = os.environ.get(SECOND_PROCESS_ENV)
+    if forced in ("always", "never"):
+        return forced == "always"
+    if usable_cpus() < 2:
+        return False
+    running = running_tasks()
+    return running is None or running < (os.cpu_count() or 1)
+
+
+def running_tasks(samples: int = 5, interval: float = 0.0002) -> int | None:
+    """How many tasks (threads) of the whole system run or are ready to run, the caller among
+    them (/proc/loadavg's fourth field): the fewest of a few looks over a millisecond (a look
+    often finds a task that only passes: a client's thread back from writing the didOpen);
+    None where it cannot be read."""
+    fewest = None
+    for k in range(samples):
+        if k:
+            time.sleep(interval)
+        try:
+            with open("/proc/loadavg", "rb") as f:
+                running = int(f.read().split()[3].split(b"/")[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        if fewest is None or running < fewest:
+            fewest = running
+    return fewest
 
 
 def can_fork(threaded: bool = False) -> bool:

@@ -153,10 +153,11 @@ class Analyzer:
             return False
         errors = False
         keys = list(missing)
+        share = self.share_big_batches and sharing.worth_sharing(keys)
         shared_early = None
-        if early is not None and self.share_big_batches and sharing.worth_sharing(keys):
+        if early is not None and share:
             shared_early = _early(text, placed, missing, headers or [], early)
-        results = self._analyze_units(keys, encoding, shared_early)
+        results = self._analyze_units(keys, encoding, shared_early, share)
         options = self._options
         self.cache.put_many([((*key, options), result) for key, result in zip(missing, results)])
         for where, result in zip(missing.values(), results):
@@ -195,13 +196,13 @@ class Analyzer:
         return errors
 
     def _analyze_units(self, units: list[tuple], encoding: str | None = None,
-                       early: sharing.Early | None = None) -> list[UnitResult]:
-        """Results of leaf units (text, dialect, device, outside), in order. A big batch (a
-        first open) is shared with a forked process, whose results come back without their
-        IR."""
+                       early: sharing.Early | None = None,
+                       share: bool = False) -> list[UnitResult]:
+        """Results of leaf units (text, dialect, device, outside), in order. With `share` (a
+        big batch, a first open, with a CPU idle: `sharing.worth_sharing`), shared with a
+        forked process, whose results come back without their IR."""
         options = self._options
-        shared = (sharing.shared_results(units, options, encoding, early)
-                  if self.share_big_batches else None)
+        shared = sharing.shared_results(units, options, encoding, early) if share else None
         if shared is None:
             return [analyze_unit(source, d, dev, *options, around)
                     for source, d, dev, around in units]

@@ -108,7 +108,14 @@ Place = Callable[[tuple[int, int], list, list, list, dict], bool]
 
 
 def worth_sharing(units: list[tuple]) -> bool:
-    """Is a batch of leaf units (text, dialect, device, outside) big enough for a process?"""
+    """Should a batch of leaf units (text, dialect, device, outside) be shared with a second
+    process now: big enough (`big_batch`), and a CPU is idle for it (`parallel.cpu_to_spare`:
+    asked once per batch, it looks at the machine for a millisecond)?"""
+    return big_batch(units) and parallel.cpu_to_spare()
+
+
+def big_batch(units: list[tuple]) -> bool:
+    """Is a batch of leaf units big enough for a second process (and may one be forked)?"""
     if len(units) < 2 or not parallel.can_fork(threaded=True):
         return False
     total = 0
@@ -125,8 +132,9 @@ def shared_results(units: list[tuple], options: tuple, encoding: str | None = No
     analysed by this process from the first unit on and by a forked one from the last back;
     None when the batch is too small to be worth a process (or no process can be had).
     With `early` (and `encoding`, its publisher's), `early.received` is called once both
-    are done, before the other's results are loaded, with the fragments it formatted."""
-    if not worth_sharing(units):
+    are done, before the other's results are loaded, with the fragments it formatted.
+    Whether a CPU is idle for the other process is the caller's to ask (`worth_sharing`)."""
+    if not big_batch(units):
         return None
     build_parser_once()  # before the fork, so that the child does not build it again
     shared = parallel.from_both_ends(len(units), _front(units, options, encoding, early),
@@ -200,7 +208,8 @@ def chunks_worth_sharing(text: str, chunks: list[tuple[int, int]]) -> bool:
     if len(text) < parallel.MIN_PARALLEL_CHARS or len(chunks) < 16:
         return False
     most = len(text) // 16
-    return all(e - s <= most for s, e in chunks) and parallel.can_fork(threaded=True)
+    return (all(e - s <= most for s, e in chunks) and parallel.can_fork(threaded=True)
+            and parallel.cpu_to_spare())
 
 
 class _ChunkWork:

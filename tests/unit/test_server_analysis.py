@@ -7,9 +7,17 @@ import random
 import pytest
 
 from benchmarks.gen_host import generate
+from gpu_async_lsp import parallel
 from gpu_async_lsp.async_region.suppression import NO_CONTEXT
 from gpu_async_lsp.ide.host import Analyzer, changed_span
 from gpu_async_lsp.syntax import split_chunks
+
+
+@pytest.fixture(autouse=True)
+def _second_process_always(monkeypatch):
+    """A big buffer is shared with a forked process whatever else the machine runs (else a
+    busy CPU would send these tests down the one-process path: parallel.cpu_to_spare)."""
+    monkeypatch.setenv(parallel.SECOND_PROCESS_ENV, "always")
 
 
 def _snapshot(a):
@@ -158,6 +166,51 @@ def test_server_analysis_shared_with_a_process_equals_one_process():
     assert all(u.result._rebuild is None for u in a.units)
     assert sharing.shared_results([("x", None, False, NO_CONTEXT)],
                                    (False, "original", False, "none")) is None
+
+
+def _never_forks(fn, *args):
+    raise AssertionError("a process was forked")
+
+
+@pytest.mark.parametrize(("cpus", "running", "spare"), [
+    (1, 1, False),  # one CPU to use: a second process would only share it
+    (2, 1, True),  # only this task runs: the other CPU is idle
+    (2, 2, False),  # another task runs (an editor busy on the other CPU)
+    (2, None, True),  # no count of running tasks: as before, shared
+])
+def test_server_analysis_second_process_only_with_a_cpu_to_spare(monkeypatch, cpus, running,
+                                                                 spare):
+    """Unforced, a big first open is shared only where a second process gets a CPU of its own
+    (the CPUs this process may use, the tasks running now on a machine of two); else this
+    process analyses it all, with the same results, and forks nothing."""
+    monkeypatch.delenv(parallel.SECOND_PROCESS_ENV)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: cpus)
+    monkeypatch.setattr(parallel, "running_tasks", lambda: running)
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
+    assert parallel.cpu_to_spare() is spare
+    for forced in ("always", "never"):
+        monkeypatch.setenv(parallel.SECOND_PROCESS_ENV, forced)
+        assert parallel.cpu_to_spare() is (forced == "always")
+    monkeypatch.delenv(parallel.SECOND_PROCESS_ENV)
+    if not spare:
+        monkeypatch.setattr(parallel, "in_forked_process", _never_forks)
+        text = generate(12000)
+        a = Analyzer().analyze(text, 1)
+        assert not any(u.result._rebuild for u in a.units)
+        single = Analyzer()
+        single.share_big_batches = False
+        assert _snapshot_small(a) == _snapshot_small(single.analyze(text, 1))
+
+
+def test_server_analysis_usable_cpus_are_the_affinity_mask():
+    """The CPUs a process may use are its affinity mask where the platform has one."""
+    import os
+
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    assert parallel.usable_cpus() == expected
+    running = parallel.running_tasks()
+    assert running is None or running >= 1  # this test's own task runs
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-8", "utf-32"])
