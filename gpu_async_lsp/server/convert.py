@@ -17,6 +17,13 @@ from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.ide import features
 from gpu_async_lsp.text import UTF8, UTF16, UTF32, LineIndex, Position, placed
 
+try:
+    import cython
+
+    COMPILED = cython.compiled
+except ImportError:  # no Cython: Python (unit_fragment then leaves every unit to the caller)
+    COMPILED = False
+
 _ENCODINGS = {lsp.PositionEncodingKind.Utf8: UTF8, lsp.PositionEncodingKind.Utf16: UTF16,
               lsp.PositionEncodingKind.Utf32: UTF32, "utf-8": UTF8, "utf-16": UTF16,
               "utf-32": UTF32}
@@ -127,6 +134,147 @@ def placed_diagnostic_text(uri: str, f: Finding, line: int, column: int, start, 
     if not related:
         return out + "}"
     return f'{out},"relatedInformation":[{_related_text(uri, f, related, line, column)}]}}'
+
+
+def unit_fragment(findings: tuple, source: str, encoding: str, line: int, column: int,
+                  severity: dict, tails: dict) -> str | None:
+    """The diagnostics of one unit's findings, placed at (line, column) of the document where
+    its text `source` starts, as JSON text joined by commas: what `placed_diagnostic_text`
+    gives for each published finding with its positions (`text.positions_of`), counted and
+    written in one pass into one buffer (a first open of 10k lines of host code placed and
+    formatted 2,465 diagnostics in ~4 ms, an eighth of the open, with a tuple per position
+    and ~6 strings per diagnostic). The build's only: None as Python, and None where the
+    general way is needed (the caller takes it): a column that is not a code point's count
+    (text not ASCII, unless UTF-32), a lone "\r" (a line break `str.count` does not see),
+    related information, offsets out of order."""
+    if not COMPILED:
+        return None
+    if encoding != UTF32 and not source.isascii():
+        return None
+    if "\r" in source and source.count("\r") != source.count("\r\n"):
+        return None
+    n = len(findings)
+    kept: list = []  # the tail of each finding, None where it is not published
+    size = 0
+    previous = 0
+    for k in range(n):
+        f = findings[k]
+        if f.related:
+            return None
+        start = f.start
+        end = f.end
+        if start < previous or end < start:
+            return None
+        previous = end
+        code = f.code
+        level = severity.get(code, f.severity)
+        if level is None:
+            kept.append(None)
+            continue
+        key = (f.message, code, f.severity)
+        tail = tails.get(key)
+        if tail is None:
+            tail = tails[key] = (f'"message":{_json_string(f.message)},'
+                                 f'"severity":{int(level)},'
+                                 f'"code":{_json_string(code)},"source":{_SOURCE_JSON}')
+        kept.append(tail)
+        size += len(tail) + _MOST_PER_RANGE
+    if size == 0:
+        return ""
+    buf = cython.cast(cython.p_char, malloc(size))  # noqa: F821 (C, convert.pxd)
+    if buf == cython.NULL:
+        raise MemoryError()
+    try:
+        at = 0
+        length = len(source)
+        lines = 0  # line breaks before `scanned`
+        scanned = 0
+        line_start = 0
+        first = True
+        for k in range(n):
+            tail = kept[k]
+            f = findings[k]
+            start = f.start
+            end = f.end
+            # The start's place, then the end's: counted on from the last offset.
+            o = min(max(start, 0), length)
+            if o > scanned:
+                breaks = source.count("\n", scanned, o)
+                if breaks:
+                    lines += breaks
+                    line_start = source.rfind("\n", scanned, o) + 1
+                scanned = o
+            sl = lines
+            sc = o - line_start
+            if sc and o < length and source[o] == "\n" and source[o - 1] == "\r":
+                sc -= 1  # between "\r" and "\n": the end of the line
+            o = min(max(end, 0), length)
+            if o > scanned:
+                breaks = source.count("\n", scanned, o)
+                if breaks:
+                    lines += breaks
+                    line_start = source.rfind("\n", scanned, o) + 1
+                scanned = o
+            el = lines
+            ec = o - line_start
+            if ec and o < length and source[o] == "\n" and source[o - 1] == "\r":
+                ec -= 1
+            if tail is None:
+                continue
+            if sl == 0:
+                sc += column
+            if el == 0:
+                ec += column
+            if not first:
+                buf[at] = 44  # ","
+                at += 1
+            first = False
+            at = _put(buf, at, '{"range":{"start":{"line":')
+            at = _put_int(buf, at, sl + line)
+            at = _put(buf, at, ',"character":')
+            at = _put_int(buf, at, sc)
+            at = _put(buf, at, '},"end":{"line":')
+            at = _put_int(buf, at, el + line)
+            at = _put(buf, at, ',"character":')
+            at = _put_int(buf, at, ec)
+            at = _put(buf, at, '}},')
+            at = _put(buf, at, tail)
+            buf[at] = 125  # "}"
+            at += 1
+        return PyUnicode_DecodeASCII(buf, at, cython.NULL)  # noqa: F821 (C, convert.pxd)
+    finally:
+        free(buf)  # noqa: F821 (C, convert.pxd)
+
+
+# What a diagnostic's range takes in unit_fragment's buffer at most: its 71 characters of
+# JSON, four numbers of up to 20 digits, the comma before it and the `}` after its tail.
+_MOST_PER_RANGE = 160
+
+
+def _put(buf, at: int, piece: str) -> int:
+    """In the build: `piece` (ASCII) written into `buf` at `at`; where it ends."""
+    size = 0
+    data = PyUnicode_AsUTF8AndSize(piece, cython.address(size))  # noqa: F821 (C, convert.pxd)
+    memcpy(buf + at, data, size)  # noqa: F821 (C, convert.pxd)
+    return at + size
+
+
+def _put_int(buf, at: int, value: int) -> int:
+    """In the build: the decimal digits of `value` (>= 0) written into `buf` at `at`; where
+    they end."""
+    digits = 1
+    rest = value
+    while rest >= 10:
+        rest //= 10
+        digits += 1
+    i = at + digits
+    while True:
+        i -= 1
+        buf[i] = 48 + value % 10
+        value //= 10
+        if value == 0:
+            break
+    return at + digits
 
 
 def _related_text(uri: str, f: Finding, related, line: int, column: int) -> str:

@@ -83,6 +83,13 @@ class Fragments:
         cached = result.fragment
         if cached is None or cached[0] != key:
             uri, severity, tails = self.uri, self.severity, self.tails
+            # In one pass where it can (the build, most units); else each finding placed
+            # (`result.positions`, kept on the result) and formatted.
+            text = convert.unit_fragment(result.findings, result.source, self.encoding, line,
+                                         character, severity, tails)
+            if text is not None:
+                cached = result.fragment = (key, text)
+                return text
             positions = result.positions(self.encoding)
             # A list, not a generator: the build makes a generator an object and a frame
             # to resume per diagnostic.

@@ -108,3 +108,66 @@ def test_first_publication_without_a_line_index_equals_one_with_it(name, encodin
     codes = [d["code"] for d in json.loads(without)["params"]["diagnostics"]]
     assert "sync-gpu-ops" in codes or "pre-existing-wait" in codes
     assert ("invalid-suppression" in codes) == (name == "findings outside units")
+
+
+def _general_fragment(uri, findings, source, encoding, line, column, severity, tails):
+    """A unit's diagnostics as the general path makes them: each finding placed by the
+    unit's positions (text.positions_of), then formatted (placed_diagnostic_text)."""
+    from gpu_async_lsp.ide.units import UnitResult
+
+    positions = UnitResult(source, tuple(findings), (), False).positions(encoding)
+    return ",".join(convert.placed_diagnostic_text(uri, f, line, column, s, e, r, severity, tails)
+                    for f, (s, e, r) in zip(findings, positions, strict=True)
+                    if severity.get(f.code, f.severity) is not None)
+
+
+_PIECES = ["%a = gpu.alloc (%n) : memref<?xf32>", "gpu.wait", "  ", "\n", "\r\n", "\n\n",
+           "// é 𝔸", "return", "\t", "\r"]
+_CODES = [("pre-existing-wait", Severity.ERROR), ("not-lowered", Severity.WARNING),
+          ("sync-gpu-ops", Severity.HINT)]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_unit_fragment_in_one_pass_equals_each_finding_placed_and_formatted(seed):
+    """A unit's diagnostics written in one pass (`unit_fragment`, the build's) are, byte for
+    byte, those placed and formatted one by one, for random units (LF, CRLF, a lone CR,
+    non-ASCII text, offsets at line ends, between CR and LF, past the end), findings (in
+    order or not, overlapping, with related information), encodings, places and severity
+    tables; the build writes every unit it can (ASCII or UTF-32, no lone CR, in order, no
+    related information), the Python leaves all to the general path."""
+    import random
+
+    rng = random.Random(seed)
+    source = "".join(rng.choice(_PIECES) for _ in range(rng.randrange(1, 30)))
+    if rng.random() < 0.5:
+        source = source.replace("\r", "").replace("é 𝔸", "e A")
+    findings = []
+    at = 0
+    for _ in range(rng.randrange(0, 8)):
+        if rng.random() < 0.9:
+            start = at + rng.randrange(0, max(1, len(source) + 2 - at))
+        else:
+            start = rng.randrange(0, len(source) + 2)  # out of order
+        end = start + rng.randrange(0, 12)
+        at = end if rng.random() < 0.8 else start  # or overlapping the next
+        code, level = rng.choice(_CODES)
+        related = (Related(0, 1, "r é"),) if rng.random() < 0.1 else ()
+        findings.append(Finding(code, rng.choice(['m "q" \\ é', "m2", "m\t3"]), start, end,
+                                level, related, None))
+    encoding = rng.choice([UTF8, UTF16, UTF32])
+    line, column = rng.randrange(0, 5), rng.randrange(0, 9)
+    severity = rng.choice([{}, {"not-lowered": None}, {"sync-gpu-ops": Severity.WARNING}])
+    uri = "file:///u.mlir"
+    fast = convert.unit_fragment(tuple(findings), source, encoding, line, column, severity, {})
+    expected = _general_fragment(uri, findings, source, encoding, line, column, severity, {})
+    ascii_or_32 = encoding == UTF32 or source.isascii()
+    lone_cr = source.count("\r") != source.count("\r\n")
+    ordered = all(0 <= f.end - f.start for f in findings) and all(
+        a.end <= b.start for a, b in zip(findings, findings[1:]))
+    eligible = ascii_or_32 and not lone_cr and ordered and not any(f.related for f in findings)
+    if convert.COMPILED and eligible:
+        assert fast == expected
+    elif not convert.COMPILED:
+        assert fast is None
+    else:
+        assert fast is None or fast == expected
