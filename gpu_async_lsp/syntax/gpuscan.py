@@ -19,6 +19,10 @@ same way (`_launch`). `\\w` and `\\d` are Unicode's, as `re` reads them in a str
 
 from __future__ import annotations
 
+# Characters read from the string's buffer in the build (chars.pxd, cimported by
+# gpuscan.pxd as this import's name); as Python, by index (chars.py).
+import gpu_async_lsp.syntax.chars as chars
+
 try:
     import cython
 
@@ -37,6 +41,8 @@ def op_spans(text: str, code: int, pos: int, end: int):
     """What WHOLE_OP's match at `pos` (just after the op's name) finds, flat: (match end,
     `async` start, `[` offset, just after `]`, operands start, operands end), -1 for a group
     that took no part (`flat`); or None."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     if end > len(text):
         end = len(text)
     if pos < 0 or pos > end:
@@ -46,17 +52,17 @@ def op_spans(text: str, code: int, pos: int, end: int):
     deps_open = -1
     deps_close = -1
     i = _blanks(text, pos, end)
-    if (_starts(text, i, end, "async") and not (i > 0 and _word(text[i - 1]))
-            and not (i + 5 < end and _word(text[i + 5]))):
+    if (_starts(text, i, end, "async") and not (i > 0 and _word(chars.at(kind, data, i - 1)))
+            and not (i + 5 < end and _word(chars.at(kind, data, i + 5)))):
         async_start = i
         pos = i + 5
     i = _blanks(text, pos, end)
-    if i < end and text[i] == "[":
+    if i < end and chars.at(kind, data, i) == "[":
         j = _blanks(text, i + 1, end)
         k = _values(text, j, end)
         if k >= 0:
             j = _blanks(text, k, end)
-        if j < end and text[j] == "]":
+        if j < end and chars.at(kind, data, j) == "]":
             deps_open = i
             deps_close = j + 1
             pos = j + 1
@@ -104,6 +110,8 @@ def next_line_starts_op(text: str, pos: int, end: int, op_words) -> bool:
     """What lexer._next_line_starts_op reads with _NEXT_OP_START_RE: after blank and comment
     lines, does the line at `pos` start something new (a result list and its `=`, a dotted
     name or one of `op_words`, a generic op's name, `}`, `^`, `{-#`, an alias, the end)?"""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     if end > len(text):
         end = len(text)
     if pos < 0 or pos > end:
@@ -111,33 +119,34 @@ def next_line_starts_op(text: str, pos: int, end: int, op_words) -> bool:
     i = _blank_lines(text, pos, end)
     if i >= end:
         return True
-    c = text[i]
+    c = chars.at(kind, data, i)
     if c == "%":
         while True:  # results `%a:2`, joined by `,`
             k = _value_name(text, i, end)
             if k < 0:
                 return False
             j = _blanks(text, k, end)
-            if j < end and text[j] == ":":
+            if j < end and chars.at(kind, data, j) == ":":
                 j = _blanks(text, j + 1, end)
-                if j < end and _digit(text[j]):
-                    while j < end and _digit(text[j]):
+                if j < end and _digit(chars.at(kind, data, j)):
+                    while j < end and _digit(chars.at(kind, data, j)):
                         j += 1
                     k = j
             j = _blanks(text, k, end)
-            if j < end and text[j] == ",":
+            if j < end and chars.at(kind, data, j) == ",":
                 j = _blanks(text, j + 1, end)
-                if j < end and text[j] == "%" and _value_name(text, j, end) >= 0:
+                if j < end and chars.at(kind, data, j) == "%" and _value_name(text, j, end) >= 0:
                     i = j
                     continue
             j = _blanks(text, k, end)
-            return j < end and text[j] == "=" and not (
-                j + 1 < end and (text[j + 1] == "=" or text[j + 1] == ">"))
+            return j < end and chars.at(kind, data, j) == "=" and not (
+                j + 1 < end and (chars.at(kind, data, j + 1) == "="
+                                 or chars.at(kind, data, j + 1) == ">"))
     if c == "_" or ("A" <= c <= "Z") or ("a" <= c <= "z"):
         k = i + 1
         dotted = False
         while k < end:
-            c = text[k]
+            c = chars.at(kind, data, k)
             if c == ".":
                 dotted = True
             elif not (_word(c) or c == "$"):
@@ -148,7 +157,7 @@ def next_line_starts_op(text: str, pos: int, end: int, op_words) -> bool:
         dotted = False
         k = i + 1
         while k < end:
-            c = text[k]
+            c = chars.at(kind, data, k)
             if c == '"':
                 return dotted
             if c == "\n":
@@ -163,14 +172,16 @@ def next_line_starts_op(text: str, pos: int, end: int, op_words) -> bool:
         return _starts(text, i, end, "{-#")
     if c == "#" or c == "!":
         k = i + 1
-        if not (k < end and (text[k] == "_" or ("A" <= text[k] <= "Z")
-                             or ("a" <= text[k] <= "z"))):
+        if not (k < end and (chars.at(kind, data, k) == "_"
+                             or ("A" <= chars.at(kind, data, k) <= "Z")
+                             or ("a" <= chars.at(kind, data, k) <= "z"))):
             return False
         k += 1
-        while k < end and (_word(text[k]) or text[k] == "$" or text[k] == "."):
+        while k < end and (_word(chars.at(kind, data, k)) or chars.at(kind, data, k) == "$"
+                           or chars.at(kind, data, k) == "."):
             k += 1
         k = _blanks(text, k, end)
-        return k < end and text[k] == "="
+        return k < end and chars.at(kind, data, k) == "="
     return False
 
 
@@ -185,25 +196,27 @@ def flat(m) -> tuple:
 
 def _alloc(text: str, i: int, end: int) -> int:
     """`host_shared`? `(%sizes)` `[%symbols]`? `:` type."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     j = _blanks(text, i, end)
     if _starts(text, j, end, "host_shared"):
         i = j + 11
     i = _blanks(text, i, end)
-    if not (i < end and text[i] == "("):
+    if not (i < end and chars.at(kind, data, i) == "("):
         return -1
     i = _blanks(text, i + 1, end)
     k = _values(text, i, end)
     if k >= 0:
         i = _blanks(text, k, end)
-    if not (i < end and text[i] == ")"):
+    if not (i < end and chars.at(kind, data, i) == ")"):
         return -1
     i += 1
     j = _blanks(text, i, end)
-    if j < end and text[j] == "[":
+    if j < end and chars.at(kind, data, j) == "[":
         k = _values(text, _blanks(text, j + 1, end), end)
         if k >= 0:
             k = _blanks(text, k, end)
-            if k < end and text[k] == "]":
+            if k < end and chars.at(kind, data, k) == "]":
                 i = k + 1
     return _colon_type(text, i, end)
 
@@ -241,17 +254,19 @@ def _launch(text: str, i: int, end: int) -> int:
     The kernel symbol's last name gives characters back, as `[\\w$.\\-]+` does, when the rest
     does not follow its longest reading: the rest is tried again where `blocks` or `clusters`
     starts inside a name of the symbol, from the last name's end backwards."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     j = _blanks(text, i, end)
-    if j < end and text[j] == "<":
+    if j < end and chars.at(kind, data, j) == "<":
         k = _value(text, _blanks(text, j + 1, end), end)
         if k >= 0:
             k = _colon_type(text, k, end)
             if k >= 0:
                 k = _blanks(text, k, end)
-                if k < end and text[k] == ">":
+                if k < end and chars.at(kind, data, k) == ">":
                     i = k + 1
     i = _nl(text, i, end)
-    if not (i < end and text[i] == "@"):
+    if not (i < end and chars.at(kind, data, i) == "@"):
         return -1
     # The symbol's longest reading: `@name` or `@"string"`, then `::@...` as often as it goes.
     k = _symbol_part(text, i, end)
@@ -271,7 +286,7 @@ def _launch(text: str, i: int, end: int) -> int:
     # string), the last part's first and from its end backwards, where the rest can start
     # only with `blocks` or `clusters` (no blank can come between).
     for at, part_end in reversed(names):
-        if text[at + 1] == '"':
+        if chars.at(kind, data, at + 1) == '"':
             continue
         j = part_end - 1
         while j > at + 1:
@@ -320,8 +335,10 @@ def _launch_rest(text: str, i: int, end: int) -> int:
 
 def _args(text: str, i: int, end: int) -> int:
     """After `args`: `(%v : type, %w : type)` (each `, %w` may follow a line break)."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = _blanks(text, i, end)
-    if not (i < end and text[i] == "("):
+    if not (i < end and chars.at(kind, data, i) == "("):
         return -1
     i = _blanks(text, i + 1, end)
     k = _value(text, i, end)
@@ -331,7 +348,7 @@ def _args(text: str, i: int, end: int) -> int:
         i = k
         while True:
             j = _blanks(text, i, end)
-            if not (j < end and text[j] == ","):
+            if not (j < end and chars.at(kind, data, j) == ","):
                 break
             j = _value(text, _nl(text, j + 1, end), end)
             if j < 0:
@@ -341,18 +358,20 @@ def _args(text: str, i: int, end: int) -> int:
                 break
             i = j
         i = _blanks(text, i, end)
-    if i < end and text[i] == ")":
+    if i < end and chars.at(kind, data, i) == ")":
         return i + 1
     return -1
 
 
 def _dims_after(text: str, i: int, end: int) -> int:
     """After `blocks`, `threads` or `clusters`: `in (%x, %y, %z)`."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = _blanks(text, i, end)
     if not _starts(text, i, end, "in"):
         return -1
     i = _blanks(text, i + 2, end)
-    if not (i < end and text[i] == "("):
+    if not (i < end and chars.at(kind, data, i) == "("):
         return -1
     i = _value(text, _blanks(text, i + 1, end), end)
     if i < 0:
@@ -364,7 +383,7 @@ def _dims_after(text: str, i: int, end: int) -> int:
     if i < 0:
         return -1
     i = _blanks(text, i, end)
-    if i < end and text[i] == ")":
+    if i < end and chars.at(kind, data, i) == ")":
         return i + 1
     return -1
 
@@ -374,16 +393,20 @@ def _dims_after(text: str, i: int, end: int) -> int:
 
 def _colon_type(text: str, i: int, end: int) -> int:
     """Blanks, `:`, blanks, a type."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = _blanks(text, i, end)
-    if not (i < end and text[i] == ":"):
+    if not (i < end and chars.at(kind, data, i) == ":"):
         return -1
     return _type(text, _blanks(text, i + 1, end), end)
 
 
 def _comma(text: str, i: int, end: int) -> int:
     """Blanks and `,`: just after it."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = _blanks(text, i, end)
-    return i + 1 if i < end and text[i] == "," else -1
+    return i + 1 if i < end and chars.at(kind, data, i) == "," else -1
 
 
 def _next_value(text: str, i: int, end: int) -> int:
@@ -396,20 +419,22 @@ def _next_value(text: str, i: int, end: int) -> int:
 
 def _type(text: str, i: int, end: int) -> int:
     """`!?[A-Za-z_][\\w$.]*+` and a `<...>` body nested up to 4 levels, if one closes."""
-    if i < end and text[i] == "!":
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
+    if i < end and chars.at(kind, data, i) == "!":
         i += 1
     if i >= end:
         return -1
-    c = text[i]
+    c = chars.at(kind, data, i)
     if not (c == "_" or ("A" <= c <= "Z") or ("a" <= c <= "z")):
         return -1
     i += 1
     while i < end:
-        c = text[i]
+        c = chars.at(kind, data, i)
         if not (_word(c) or c == "$" or c == "."):
             break
         i += 1
-    if i < end and text[i] == "<":
+    if i < end and chars.at(kind, data, i) == "<":
         k = _angle(text, i, end, 3)
         if k >= 0:
             return k
@@ -419,25 +444,27 @@ def _type(text: str, i: int, end: int) -> int:
 def _angle(text: str, i: int, end: int, depth: int) -> int:
     """patterns.angle_body(depth) at text[i] (a `<`): skips `->`, `>=`, `<=` and strings,
     nests `<...>` while depth is left. Just after its `>`, or -1."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i += 1
     while True:
         while i < end:
-            c = text[i]
+            c = chars.at(kind, data, i)
             if c == "<" or c == ">" or c == '"' or c == "-":
                 break
             i += 1
         if i >= end:
             return -1
-        c = text[i]
+        c = chars.at(kind, data, i)
         if c == "-":
-            i += 2 if i + 1 < end and text[i + 1] == ">" else 1
+            i += 2 if i + 1 < end and chars.at(kind, data, i + 1) == ">" else 1
         elif c == ">":
-            if i + 1 < end and text[i + 1] == "=":
+            if i + 1 < end and chars.at(kind, data, i + 1) == "=":
                 i += 2
             else:
                 return i + 1
         elif c == "<":
-            if i + 1 < end and text[i + 1] == "=":
+            if i + 1 < end and chars.at(kind, data, i + 1) == "=":
                 i += 2
             elif depth > 0:
                 i = _angle(text, i, end, depth - 1)
@@ -453,15 +480,17 @@ def _angle(text: str, i: int, end: int, depth: int) -> int:
 
 def _string(text: str, i: int, end: int) -> int:
     """patterns.STRING at text[i] (a `"`): just after its closing `"`, or -1."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i += 1
     while i < end:
-        c = text[i]
+        c = chars.at(kind, data, i)
         if c == '"':
             return i + 1
         if c == "\n":
             return -1
         if c == "\\":
-            if i + 1 < end and text[i + 1] != "\n":
+            if i + 1 < end and chars.at(kind, data, i + 1) != "\n":
                 i += 2
                 continue
             return -1
@@ -471,25 +500,29 @@ def _string(text: str, i: int, end: int) -> int:
 
 def _symbol_part(text: str, i: int, end: int) -> int:
     """`@name` or `@"string"` at text[i]: its end, or -1."""
-    if not (i < end and text[i] == "@"):
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
+    if not (i < end and chars.at(kind, data, i) == "@"):
         return -1
     i += 1
-    if i < end and text[i] == '"':
+    if i < end and chars.at(kind, data, i) == '"':
         return _string(text, i, end)
     k = i
-    while k < end and _is_symbol_char(text[k]):
+    while k < end and _is_symbol_char(chars.at(kind, data, k)):
         k += 1
     return k if k > i else -1
 
 
 def _values(text: str, i: int, end: int) -> int:
     """`%a, %b` (one or more): just after the last, or -1."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = _value(text, i, end)
     if i < 0:
         return -1
     while True:
         j = _blanks(text, i, end)
-        if not (j < end and text[j] == ","):
+        if not (j < end and chars.at(kind, data, j) == ","):
             return i
         j = _value(text, _blanks(text, j + 1, end), end)
         if j < 0:
@@ -499,36 +532,43 @@ def _values(text: str, i: int, end: int) -> int:
 
 def _value(text: str, i: int, end: int) -> int:
     """An SSA use `%[\\w$.\\-]++(?:#\\d++)?+` at text[i]: its end, or -1."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     k = _value_name(text, i, end)
     if k < 0:
         return -1
-    if k + 1 < end and text[k] == "#" and _digit(text[k + 1]):
+    if k + 1 < end and chars.at(kind, data, k) == "#" and _digit(chars.at(kind, data, k + 1)):
         k += 2
-        while k < end and _digit(text[k]):
+        while k < end and _digit(chars.at(kind, data, k)):
             k += 1
     return k
 
 
 def _value_name(text: str, i: int, end: int) -> int:
     """An SSA name `%[\\w$.\\-]++` at text[i]: its end, or -1."""
-    if not (i < end and text[i] == "%"):
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
+    if not (i < end and chars.at(kind, data, i) == "%"):
         return -1
     k = i + 1
-    while k < end and _is_symbol_char(text[k]):
+    while k < end and _is_symbol_char(chars.at(kind, data, k)):
         k += 1
     return k if k > i + 1 else -1
 
 
 def _blank_lines(text: str, i: int, end: int) -> int:
     """Blank and comment-only lines (each whole, with its line break), then blanks."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     while True:
         j = _blanks(text, i, end)
-        if j + 1 < end and text[j] == "/" and text[j + 1] == "/":
-            while j < end and text[j] != "\n":
+        if j + 1 < end and chars.at(kind, data, j) == "/" and chars.at(kind, data, j + 1) == "/":
+            while j < end and chars.at(kind, data, j) != "\n":
                 j += 1
-        if j < end and text[j] == "\r" and j + 1 < end and text[j + 1] == "\n":
+        if (j < end and chars.at(kind, data, j) == "\r" and j + 1 < end
+                and chars.at(kind, data, j + 1) == "\n"):
             i = j + 2
-        elif j < end and text[j] == "\n":
+        elif j < end and chars.at(kind, data, j) == "\n":
             i = j + 1
         else:
             return _blanks(text, i, end)
@@ -536,24 +576,28 @@ def _blank_lines(text: str, i: int, end: int) -> int:
 
 def _eol(text: str, i: int, end: int) -> int:
     """Blanks, a `//` comment, the line break (`\\r?\\n`) or the end: just after it, or -1."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = _blanks(text, i, end)
-    if i + 1 < end and text[i] == "/" and text[i + 1] == "/":
-        while i < end and text[i] != "\n":
+    if i + 1 < end and chars.at(kind, data, i) == "/" and chars.at(kind, data, i + 1) == "/":
+        while i < end and chars.at(kind, data, i) != "\n":
             i += 1
     if i >= end:
         return i
-    if text[i] == "\r" and i + 1 < end and text[i + 1] == "\n":
+    if chars.at(kind, data, i) == "\r" and i + 1 < end and chars.at(kind, data, i + 1) == "\n":
         return i + 2
-    return i + 1 if text[i] == "\n" else -1
+    return i + 1 if chars.at(kind, data, i) == "\n" else -1
 
 
 def _goes_on(text: str, i: int, end: int) -> bool:
     """gpu_formats._GOES_ON: after blank and comment lines, a line that starts with what the
     format may still hold (`[`, `{`, `:`, `(`, `<`, `loc`, a launch_func part)."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = _blank_lines(text, i, end)
     if i >= end:
         return False
-    c = text[i]
+    c = chars.at(kind, data, i)
     if c == "[" or c == "{" or c == ":" or c == "(" or c == "<":
         return True
     if not (c == "l" or c == "a" or c == "b" or c == "t" or c == "c" or c == "d"):
@@ -561,23 +605,28 @@ def _goes_on(text: str, i: int, end: int) -> bool:
     for word in _GOES_ON_WORDS:
         if _starts(text, i, end, word):
             k = i + len(word)
-            return not (k < end and _word(text[k]))
+            return not (k < end and _word(chars.at(kind, data, k)))
     return False
 
 
 def _nl(text: str, i: int, end: int) -> int:
     """Blanks, and at most one line break with the blanks after it."""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = _blanks(text, i, end)
-    if i < end and text[i] == "\r" and i + 1 < end and text[i + 1] == "\n":
+    if (i < end and chars.at(kind, data, i) == "\r" and i + 1 < end
+            and chars.at(kind, data, i + 1) == "\n"):
         return _blanks(text, i + 2, end)
-    if i < end and text[i] == "\n":
+    if i < end and chars.at(kind, data, i) == "\n":
         return _blanks(text, i + 1, end)
     return i
 
 
 def _blanks(text: str, i: int, end: int) -> int:
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     while i < end:
-        c = text[i]
+        c = chars.at(kind, data, i)
         if c != " " and c != "\t":
             break
         i += 1
@@ -586,12 +635,14 @@ def _blanks(text: str, i: int, end: int) -> int:
 
 def _starts(text: str, i: int, end: int, word: str) -> bool:
     """Does text[i:end] start with `word` (ASCII)?"""
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     n = len(word)
     if i + n > end:
         return False
     k = 0
     while k < n:
-        if text[i + k] != word[k]:
+        if chars.at(kind, data, i + k) != word[k]:
             return False
         k += 1
     return True

@@ -21,6 +21,9 @@ Matched (as LINE_RE, from patterns.py):
 
 from __future__ import annotations
 
+# Characters read from the string's buffer in the build (chars.pxd, cimported by
+# linescan.pxd as this import's name); as Python, by index (chars.py).
+import gpu_async_lsp.syntax.chars as chars
 from gpu_async_lsp.syntax.gpuscan import gpu_line  # a C call in the build (linescan.pxd)
 
 try:
@@ -52,6 +55,8 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
     where it ends, -1), made by `gpuscan.gpu_line` as the tokenizer would make it from the
     spans (half the lines of host code: not a tuple of ten and a second call each)."""
     i: cython.Py_ssize_t
+    kind: cython.int
+    data: cython.p_void
     j: cython.Py_ssize_t
     k: cython.Py_ssize_t
     c: cython.Py_UCS4
@@ -66,24 +71,26 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
         end = len(text)
     if pos < 0:
         pos = 0
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
     i = pos
     # Blank and comment-only lines, each taken whole or not at all.
     while True:
         j = i
-        while j < end and (text[j] == " " or text[j] == "\t"):
+        while j < end and (chars.at(kind, data, j) == " " or chars.at(kind, data, j) == "\t"):
             j += 1
-        if j + 1 < end and text[j] == "/" and text[j + 1] == "/":
-            while j < end and text[j] != "\n":
+        if j + 1 < end and chars.at(kind, data, j) == "/" and chars.at(kind, data, j + 1) == "/":
+            while j < end and chars.at(kind, data, j) != "\n":
                 j += 1
-        elif j < end and text[j] == "\r":
+        elif j < end and chars.at(kind, data, j) == "\r":
             j += 1
-        if j < end and text[j] == "\n":
+        if j < end and chars.at(kind, data, j) == "\n":
             i = j + 1
         else:
             break
-    while i < end and (text[i] == " " or text[i] == "\t"):
+    while i < end and (chars.at(kind, data, i) == " " or chars.at(kind, data, i) == "\t"):
         i += 1
-    if i < end and text[i] == "%":
+    if i < end and chars.at(kind, data, i) == "%":
         # RESULT_LIST: results `%[\w$.\-]++(?:[ \t]*+:[ \t]*+\d++)?+` joined by `,` and
         # blanks; then `=` (not `==`, `=>`) and blanks. Else no match (no op name at `%`).
         res_start = i
@@ -91,7 +98,7 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
         while True:
             k = j + 1
             while k < end:
-                c = text[k]
+                c = chars.at(kind, data, k)
                 # ASCII first (`isalnum` reads Unicode's tables for every character).
                 if not (("a" <= c <= "z") or ("0" <= c <= "9") or ("A" <= c <= "Z") or c == "_"
                         or c == "$" or c == "." or c == "-" or (c > "\x7f" and c.isalnum())):
@@ -102,68 +109,70 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
                     return None
                 break
             res_end = k
-            while k < end and (text[k] == " " or text[k] == "\t"):
+            while k < end and (chars.at(kind, data, k) == " " or chars.at(kind, data, k) == "\t"):
                 k += 1
-            if k < end and text[k] == ":":  # a result group's size, if digits follow
+            if k < end and chars.at(kind, data, k) == ":":  # a result group's size, if digits
                 k += 1
-                while k < end and (text[k] == " " or text[k] == "\t"):
+                while k < end and (chars.at(kind, data, k) == " "
+                                   or chars.at(kind, data, k) == "\t"):
                     k += 1
-                if k < end and text[k].isdecimal():
-                    while k < end and text[k].isdecimal():
+                if k < end and chars.at(kind, data, k).isdecimal():
+                    while k < end and chars.at(kind, data, k).isdecimal():
                         k += 1
                     res_end = k
             k = res_end
-            while k < end and (text[k] == " " or text[k] == "\t"):
+            while k < end and (chars.at(kind, data, k) == " " or chars.at(kind, data, k) == "\t"):
                 k += 1
-            if k >= end or text[k] != ",":
+            if k >= end or chars.at(kind, data, k) != ",":
                 break
             k += 1
-            while k < end and (text[k] == " " or text[k] == "\t"):
+            while k < end and (chars.at(kind, data, k) == " " or chars.at(kind, data, k) == "\t"):
                 k += 1
-            if k >= end or text[k] != "%":
+            if k >= end or chars.at(kind, data, k) != "%":
                 break
             j = k
         k = res_end
-        while k < end and (text[k] == " " or text[k] == "\t"):
+        while k < end and (chars.at(kind, data, k) == " " or chars.at(kind, data, k) == "\t"):
             k += 1
-        if k >= end or text[k] != "=" or (
-                k + 1 < end and (text[k + 1] == "=" or text[k + 1] == ">")):
+        if k >= end or chars.at(kind, data, k) != "=" or (
+                k + 1 < end and (chars.at(kind, data, k + 1) == "="
+                                 or chars.at(kind, data, k + 1) == ">")):
             return None
         i = k + 1
-        while i < end and (text[i] == " " or text[i] == "\t"):
+        while i < end and (chars.at(kind, data, i) == " " or chars.at(kind, data, i) == "\t"):
             i += 1
     if i >= end:
         return None
-    c = text[i]
+    c = chars.at(kind, data, i)
     if not (c == "_" or ("A" <= c <= "Z") or ("a" <= c <= "z")):
         return None
     name_start = i
     i += 1
     while i < end:
-        c = text[i]
+        c = chars.at(kind, data, i)
         if not (("a" <= c <= "z") or ("0" <= c <= "9") or ("A" <= c <= "Z") or c == "_"
                 or c == "." or c == "$" or (c > "\x7f" and c.isalnum())):
             break
         i += 1
     rest_start = i
     while i < end:
-        c = text[i]
+        c = chars.at(kind, data, i)
         if c == "{" or c == "}" or c == '"' or c == "\n" or c == "/":
             break
         i += 1
     rest_end = i
-    if i < end and text[i] == "{":
+    if i < end and chars.at(kind, data, i) == "{":
         brace = i
         i += 1
-        while i < end and (text[i] == " " or text[i] == "\t"):
+        while i < end and (chars.at(kind, data, i) == " " or chars.at(kind, data, i) == "\t"):
             i += 1
-    if i + 1 < end and text[i] == "/" and text[i + 1] == "/":
-        while i < end and text[i] != "\n":
+    if i + 1 < end and chars.at(kind, data, i) == "/" and chars.at(kind, data, i + 1) == "/":
+        while i < end and chars.at(kind, data, i) != "\n":
             i += 1
     if i < end:  # `\r?\n`, else the end
-        if text[i] == "\r" and i + 1 < end and text[i + 1] == "\n":
+        if chars.at(kind, data, i) == "\r" and i + 1 < end and chars.at(kind, data, i + 1) == "\n":
             i += 1
-        if text[i] != "\n":
+        if chars.at(kind, data, i) != "\n":
             return None
         i += 1
     if token_class is None:
@@ -172,7 +181,7 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
     name = text[name_start:rest_start]
     dotted: cython.bint = False
     for k in range(name_start, rest_start):
-        if text[k] == ".":
+        if chars.at(kind, data, k) == ".":
             dotted = True
             break
     leave = (res_start >= 0 or dotted or name in op_words) and name in whole_ops
@@ -187,7 +196,7 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
     last: cython.Py_ssize_t = rest_start  # after the last character not blank (`rstrip`)
     if not leave:
         for k in range(rest_start, rest_end):
-            c = text[k]
+            c = chars.at(kind, data, k)
             if c == ".":
                 leave = True
                 break
@@ -195,8 +204,9 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
                 depth += 1
             elif c == ")" or c == "]":
                 depth -= 1
-            elif c == "r" and k + 6 <= rest_end and text[k + 1] == "e" and text[k + 2] == "t" \
-                    and text[k + 3] == "u" and text[k + 4] == "r" and text[k + 5] == "n":
+            elif (c == "r" and k + 6 <= rest_end and chars.at(kind, data, k + 1) == "e"
+                    and chars.at(kind, data, k + 2) == "t" and chars.at(kind, data, k + 3) == "u"
+                    and chars.at(kind, data, k + 4) == "r" and chars.at(kind, data, k + 5) == "n"):
                 # `return` in the rest (read here: a str.find with bounds is a Python call
                 # from the build, one per line).
                 leave = True
@@ -208,9 +218,9 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
                 brace, name)
     cont: cython.bint = False
     if brace < 0 and last > rest_start:
-        c = text[last - 1]
+        c = chars.at(kind, data, last - 1)
         cont = (c == "," or c == "(" or c == "[" or c == "=" or c == ":" or c == "<"
-                or (c == ">" and last - 2 >= rest_start and text[last - 2] == "-"))
+                or (c == ">" and last - 2 >= rest_start and chars.at(kind, data, last - 2) == "-"))
     token = tuple.__new__(token_class, (
         "line", res_start if res_start >= 0 else name_start,
         last if last > rest_start else rest_start, name, True, name_start, rest_start,
