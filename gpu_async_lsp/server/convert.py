@@ -260,8 +260,11 @@ def _put(buf, at: int, piece: str) -> int:
 
 
 def _put_int(buf, at: int, value: int) -> int:
-    """In the build: the decimal digits of `value` (>= 0) written into `buf` at `at`; where
-    they end."""
+    """In the build: `value` in decimal written into `buf` at `at`; where it ends."""
+    if value < 0:  # never a line or a column; written as Python would, not past the buffer
+        buf[at] = 45  # "-"
+        at += 1
+        value = -value
     digits = 1
     rest = value
     while rest >= 10:
