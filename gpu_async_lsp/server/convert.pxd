@@ -21,7 +21,8 @@ cdef extern from "Python.h":
                start=Py_ssize_t, end=Py_ssize_t, buf=cython.p_char, at=Py_ssize_t,
                length=Py_ssize_t, lines=Py_ssize_t, scanned=Py_ssize_t,
                line_start=Py_ssize_t, first=bint, o=Py_ssize_t, breaks=Py_ssize_t,
-               sl=Py_ssize_t, sc=Py_ssize_t, el=Py_ssize_t, ec=Py_ssize_t, kept=list)
+               sl=Py_ssize_t, sc=Py_ssize_t, el=Py_ssize_t, ec=Py_ssize_t, kept=list,
+               side=Py_ssize_t, here=Py_ssize_t)
 cpdef object unit_fragment(tuple findings, str source, str encoding, Py_ssize_t line,
                            Py_ssize_t column, dict severity, dict tails)
 @cython.locals(size=Py_ssize_t, data=cython.p_const_char)

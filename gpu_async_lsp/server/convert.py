@@ -197,28 +197,21 @@ def unit_fragment(findings: tuple, source: str, encoding: str, line: int, column
             start = f.start
             end = f.end
             # The start's place, then the end's: counted on from the last offset.
-            o = min(max(start, 0), length)
-            if o > scanned:
-                breaks = source.count("\n", scanned, o)
-                if breaks:
-                    lines += breaks
-                    line_start = source.rfind("\n", scanned, o) + 1
-                scanned = o
-            sl = lines
-            sc = o - line_start
-            if sc and o < length and source[o] == "\n" and source[o - 1] == "\r":
-                sc -= 1  # between "\r" and "\n": the end of the line
-            o = min(max(end, 0), length)
-            if o > scanned:
-                breaks = source.count("\n", scanned, o)
-                if breaks:
-                    lines += breaks
-                    line_start = source.rfind("\n", scanned, o) + 1
-                scanned = o
-            el = lines
-            ec = o - line_start
-            if ec and o < length and source[o] == "\n" and source[o - 1] == "\r":
-                ec -= 1
+            for side in range(2):
+                o = min(max(start if side == 0 else end, 0), length)
+                if o > scanned:
+                    breaks = source.count("\n", scanned, o)
+                    if breaks:
+                        lines += breaks
+                        line_start = source.rfind("\n", scanned, o) + 1
+                    scanned = o
+                here = o - line_start
+                if here and o < length and source[o] == "\n" and source[o - 1] == "\r":
+                    here -= 1  # between "\r" and "\n": the end of the line
+                if side == 0:
+                    sl, sc = lines, here
+                else:
+                    el, ec = lines, here
             if tail is None:
                 continue
             if sl == 0:
