@@ -12,7 +12,6 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks.gen_host import generate
-from gpu_async_lsp import parallel
 from gpu_async_lsp.async_region.findings import Severity
 from gpu_async_lsp.async_region.suppression import NO_CONTEXT
 from gpu_async_lsp.ide import host
@@ -24,14 +23,8 @@ from gpu_async_lsp.server.documents import DocState
 from gpu_async_lsp.server.server import _EarlyPublication
 
 URI = "file:///big.mlir"
-pytestmark = pytest.mark.skipif(not can_fork(threaded=True), reason="shares need os.fork")
-
-
-@pytest.fixture(autouse=True)
-def _second_process_always(monkeypatch):
-    """A big buffer is shared with a forked process whatever else the machine runs (else a
-    busy CPU would send these tests down the one-process path: parallel.cpu_to_spare)."""
-    monkeypatch.setenv(parallel.SECOND_PROCESS_ENV, "always")
+pytestmark = [pytest.mark.skipif(not can_fork(threaded=True), reason="shares need os.fork"),
+              pytest.mark.usefixtures("second_process_always")]
 
 
 class _Loop:

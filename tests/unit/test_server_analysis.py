@@ -12,12 +12,8 @@ from gpu_async_lsp.async_region.suppression import NO_CONTEXT
 from gpu_async_lsp.ide.host import Analyzer, changed_span
 from gpu_async_lsp.syntax import split_chunks
 
-
-@pytest.fixture(autouse=True)
-def _second_process_always(monkeypatch):
-    """A big buffer is shared with a forked process whatever else the machine runs (else a
-    busy CPU would send these tests down the one-process path: parallel.cpu_to_spare)."""
-    monkeypatch.setenv(parallel.SECOND_PROCESS_ENV, "always")
+# Tests of the shared path: it is taken whatever else the machine runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("second_process_always")
 
 
 def _snapshot(a):
@@ -642,7 +638,6 @@ def test_code_lenses_of_unblocked_functions_rebuild_no_unit():
     blocked = {u.base for u in a.units if any(fn.blocker_codes for fn in u.result.functions)}
     assert blocked
     assert all(u.result._rebuild is not None for u in lazy if u.base not in blocked)
-
 
 
 def test_a_mid_size_first_analysis_leaves_the_collector_nothing_to_traverse():

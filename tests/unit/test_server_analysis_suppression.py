@@ -9,18 +9,13 @@ import random
 import pytest
 
 from benchmarks.gen_host import generate
-from gpu_async_lsp import parallel
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.ide.host import Analyzer
 
-
-@pytest.fixture(autouse=True)
-def _second_process_always(monkeypatch):
-    """A big buffer is shared with a forked process whatever else the machine runs (else a
-    busy CPU would send these tests down the one-process path: parallel.cpu_to_spare)."""
-    monkeypatch.setenv(parallel.SECOND_PROCESS_ENV, "always")
+# Tests of the shared path: it is taken whatever else the machine runs (conftest.py).
+pytestmark = pytest.mark.usefixtures("second_process_always")
 
 
 FUNC = "func.func @f(%n: index) {\n  %a = gpu.alloc (%n) : memref<?xf32>\n  return\n}\n"
