@@ -26,7 +26,7 @@ from gpu_async_lsp.syntax import gpu_formats
 from gpu_async_lsp.syntax.gpuscan import COMPILED as _GPU_SCAN_COMPILED
 from gpu_async_lsp.syntax.gpuscan import FORMAT_CODE, gpu_line, next_line_starts_op
 from gpu_async_lsp.syntax.linescan import COMPILED as _LINE_SCAN_COMPILED
-from gpu_async_lsp.syntax.linescan import brace_scan, line_spans, trim_end
+from gpu_async_lsp.syntax.linescan import brace_scan, line_spans, plain_lines, trim_end
 from gpu_async_lsp.syntax.patterns import (
     LINE_GAP,
     OPEN_STRING,
@@ -291,16 +291,13 @@ def tokenize_lines(text: str, start: int, end: int, op_words: frozenset[str]) ->
             fine = fine or _names_gpu_op(out, line_first)
             continue
         if scanned and not fine:
-            # The compiled scan makes the LineToken of a plain op line itself, and the
-            # GpuLineToken of a GPU op line its format reads whole.
-            spans = line_spans(text, pos, end, op_words, whole_ops, LineToken, GpuLineToken)
-            if spans is not None and spans[0] is not None:  # (token, line end, brace)
-                append(spans[0])
-                brace = spans[2]
-                if brace >= 0:
-                    append(new(RawToken, ("{", brace, brace + 1, "{", False)))
-                pos = spans[1]
-                continue
+            # The compiled scan tokenizes the plain lines from here itself (the LineToken of
+            # a plain op line, the GpuLineToken of a GPU op line its format reads whole, a
+            # `{` at a line's end, a line of only `}`), up to a line this loop decides.
+            pos, spans = plain_lines(text, pos, end, out, op_words, whole_ops, LineToken,
+                                     GpuLineToken, RawToken)
+            if pos >= end:
+                break
         else:
             spans = line_spans(text, pos, end) if scanned else None
         m = None if scanned else line_match(text, pos, end)

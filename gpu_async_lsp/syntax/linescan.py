@@ -4,7 +4,9 @@
 `line_spans(text, pos, end)` is what `LINE_RE.match(text, pos, end)` finds (None where it does
 not match), read character by character; `brace_scan(text, start, end)` is what the splitter's
 brace expressions find (`lexer._braces`), and `trim_end(text, s, e)` where its unit ends
-(`lexer.trimmed_end`). All are typed for Cython (the annotations of this
+(`lexer.trimmed_end`); `close_line(text, pos, end)` where a line of only `}`
+has its `}` (`lexer._CLOSE_LINE_RE`), and `plain_lines` the tokenizer's loop over the lines
+these scans tokenize alone. All are typed for Cython (the annotations of this
 module are C types in its build, tools/compiled_build.py) and used only by that build
 (`COMPILED`): the lexer of the Python modules runs the regular expressions, which are faster
 than these loops run by the interpreter. tests/unit/test_linescan.py holds them to the
@@ -226,6 +228,83 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
         last if last > rest_start else rest_start, name, True, name_start, rest_start,
         res_start, res_end, cont, depth))
     return (token, i, brace)
+
+
+def plain_lines(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, out: list,
+                op_words, whole_ops, token_class, gpu_class, raw_class):
+    """The tokenizer's loop over the lines the scan tokenizes alone (`lexer.tokenize_lines`),
+    from `pos`: each plain op line's LineToken, each GPU op's GpuLineToken, a `{` that ends a
+    line and a line of only `}` (`close_line`) appended to `out` as the tokenizer would append
+    them, until a line the tokenizer decides or `end`. A C loop in the build: the tokenizer's
+    loop paid a call from another module, a tuple and a test of the last token per line.
+    Returns (where it stopped, that line's spans as `line_spans` gives them: its 10 with
+    the token None, or None where they do not match)."""
+    brace: cython.Py_ssize_t
+    k: cython.Py_ssize_t
+    spans: tuple
+    new = tuple.__new__
+    while pos < end:
+        spans = line_spans(text, pos, end, op_words, whole_ops, token_class, gpu_class)
+        if spans is None:
+            k = close_line(text, pos, end)
+            if k < 0:
+                return pos, None
+            out.append(new(raw_class, ("}", k, k + 1, "}", True)))
+            pos = k + 1  # the rest of its line is read as the next line's start
+            continue
+        if spans[0] is None:
+            return pos, spans
+        out.append(spans[0])
+        brace = spans[2]
+        if brace >= 0:
+            out.append(new(raw_class, ("{", brace, brace + 1, "{", False)))
+        pos = spans[1]
+    return pos, None
+
+
+def close_line(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """Where the `}` of a line holding only `}` stands (after blank and comment lines), as
+    `lexer._CLOSE_LINE_RE.match(text, pos, end)` finds it (the match's end minus one); -1
+    where it does not match."""
+    i: cython.Py_ssize_t
+    j: cython.Py_ssize_t
+    kind: cython.int
+    data: cython.p_void
+    if end > len(text):
+        end = len(text)
+    if pos < 0:
+        pos = 0
+    kind = chars.kind_of(text)
+    data = chars.data_of(text)
+    i = pos
+    while True:  # blank and comment-only lines, each taken whole or not at all
+        j = i
+        while j < end and (chars.at(kind, data, j) == " " or chars.at(kind, data, j) == "\t"):
+            j += 1
+        if j + 1 < end and chars.at(kind, data, j) == "/" and chars.at(kind, data, j + 1) == "/":
+            while j < end and chars.at(kind, data, j) != "\n":
+                j += 1
+        elif j < end and chars.at(kind, data, j) == "\r":
+            j += 1
+        if j < end and chars.at(kind, data, j) == "\n":
+            i = j + 1
+        else:
+            break
+    while i < end and (chars.at(kind, data, i) == " " or chars.at(kind, data, i) == "\t"):
+        i += 1
+    if i >= end or chars.at(kind, data, i) != "}":
+        return -1
+    j = i + 1  # then blanks, a comment, and the line break or the end
+    while j < end and (chars.at(kind, data, j) == " " or chars.at(kind, data, j) == "\t"):
+        j += 1
+    if j + 1 < end and chars.at(kind, data, j) == "/" and chars.at(kind, data, j + 1) == "/":
+        while j < end and chars.at(kind, data, j) != "\n":
+            j += 1
+    if j >= end or chars.at(kind, data, j) == "\n" or (
+            chars.at(kind, data, j) == "\r" and j + 1 < end
+            and chars.at(kind, data, j + 1) == "\n"):
+        return i
+    return -1
 
 
 def flat(m) -> tuple:

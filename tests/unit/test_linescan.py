@@ -2,7 +2,8 @@
 LINE_RE (the same spans or the same no-match) at every line start of the corpora and of
 generated host code and at every position of random text made of the characters the expression
 cares about; the brace scan finds the braces the splitter's expressions find (`braces_matched`)
-on the same texts and random ones; a unit's end is `trimmed_end`'s. Both the build the package runs (compiled where the install
+on the same texts and random ones; a unit's end is `trimmed_end`'s; a line of only `}` is
+`_CLOSE_LINE_RE`'s. Both the build the package runs (compiled where the install
 has it) and the module run as Python."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpu_async_lsp.syntax import linescan
-from gpu_async_lsp.syntax.lexer import LINE_RE, braces_matched, trimmed_end
+from gpu_async_lsp.syntax.lexer import _CLOSE_LINE_RE, LINE_RE, braces_matched, trimmed_end
 from tests.corpora import corpus_texts
 from tests.python_twin import as_python
 
@@ -77,6 +78,31 @@ def test_line_spans_are_line_re_on_random_text(which):
         text = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 24)))
         end = rng.randint(0, len(text))
         _check_all(scan, text, range(0, end + 1), end)
+
+
+# -- a line of only `}` -----------------------------------------------------------------------------
+
+CLOSE_SCANNERS = {"package": linescan.close_line, "python": PYTHON.close_line}
+
+
+def _expected_close(text: str, pos: int, end: int) -> int:
+    m = _CLOSE_LINE_RE.match(text, pos, end)
+    return -1 if m is None else m.end() - 1
+
+
+_CLOSE_ALPHABET = ["}", "}", " ", "\t", "\n", "\r\n", "\r", "//", "// c", "/", "x", "{",
+                   "\x0c", "\u2028", "é", "%v = op"]
+
+
+@pytest.mark.parametrize("which", CLOSE_SCANNERS)
+def test_close_line_is_the_close_line_expression_on_random_text(which):
+    scan = CLOSE_SCANNERS[which]
+    found = 0
+    for text, s, e in _random_spans(29, _CLOSE_ALPHABET, 14):
+        got = scan(text, s, e)
+        assert got == _expected_close(text, s, e), (text, s, e)
+        found += got >= 0
+    assert found > 500
 
 
 # -- the brace scan -------------------------------------------------------------------------------
