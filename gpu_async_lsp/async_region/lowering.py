@@ -270,7 +270,7 @@ _NEAR = 2048  # characters after an alloc where `_used_by_an_effect` looks for a
 
 def _has_blocks(func: Op) -> bool:
     """Does the function have a labelled block (which branches may leave unreachable)?"""
-    return "^" in func.src[func.start:func.end]
+    return func.src.find("^", func.start, func.end) >= 0
 
 
 def memory_ops(func: Op) -> list[Op]:

@@ -44,9 +44,10 @@ OP_FIELDS = ("name", "name_start", "name_end", "start", "end", "generic", "resul
 class Op:
     """One operation. `name` is fully qualified (`func.return` for `return` in a func.func).
     Its sequences start as the empty tuple, shared, and the parser sets a list where there is
-    something: most ops have no region, no symbol and no use read token by token, and five
-    empty lists per op were 7 MB of a 50k-line file's first analysis (6% of its time, most of
-    it faulting memory in). A plain class with slots, compared by identity, not a dataclass:
+    something (a tuple for `spans`, never grown once made: one object, not a list's two):
+    most ops have no region, no symbol and no use read token by token, and five empty lists
+    per op were 7 MB of a 50k-line file's first analysis (6% of its time, most of it
+    faulting memory in). A plain class with slots, compared by identity, not a dataclass:
     the compiled build makes it an extension type with C fields (ir.pxd), as a first open
     of 50k lines makes 31k ops and setting 16 slots through the type was most of their
     cost (a dataclass's class is rebuilt at import, which an extension type cannot be)."""
@@ -65,7 +66,7 @@ class Op:
     # whose references are read from `src` only when asked for (most never are).
     explicit_uses: list[ValueRef] | tuple
     explicit_symbols: list[SymbolRef] | tuple
-    spans: list[tuple[int, int]] | tuple
+    spans: tuple[tuple[int, int], ...]
     src: str
     symbol_name: SymbolRef | None  # `@f` of `func.func @f`, `gpu.module @m`, ...
     regions: list[Region] | tuple

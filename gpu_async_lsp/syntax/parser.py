@@ -132,15 +132,6 @@ def _symbol(t: Token | RawToken) -> SymbolRef:
 _WORD_RE = regex_cache.compile(r"[^\s,()\[\]{}:=]+|\S")
 
 
-def _read_body(op: Op, t: BodyToken) -> None:
-    """Keep a merged run of text; its references are read only when asked for."""
-    if op.spans:
-        op.spans.append((t.start_pos, t.end_pos))
-    else:
-        op.spans = [(t.start_pos, t.end_pos)]
-    op.src = t.src
-
-
 def _flatten(items, out: list) -> list:
     for x in items:
         if isinstance(x, list):
@@ -235,12 +226,12 @@ def _line_op(src: str, t, name: str) -> Op:
         op.gpu = g
         operands_start = t.operands_start
         if end > operands_start:
-            op.spans = [(operands_start, end)]
+            op.spans = ((operands_start, end),)
     elif end > name_end:
         body = name_end + 1  # most ops: one blank after the name
         if src[name_end] != " " or src[body] in " \t\r\n":
             body = _BLANKS.match(src, name_end).end()
-        op.spans = [(body, end)]
+        op.spans = ((body, end),)
         if name in SYMBOL_OPS or name not in KNOWN_OPS:  # else it defines none (one look)
             op.symbol_name = _defined_symbol(name, src, body, end)
     return op
@@ -303,7 +294,7 @@ class _Builder:
                     if arrow >= 0:
                         op.result_types = t.src[arrow + 2:t.end_pos]
         if spans:
-            op.spans = spans
+            op.spans = tuple(spans)
         if regions:
             op.regions = regions
         if results is not None:
@@ -370,17 +361,21 @@ class _Builder:
         name = items[0]
         op = Op(name.value, name.start_pos, name.end_pos, name.start_pos)
         op.gpu = items[1]
-        uses, symbols = list(op.gpu.deps), []
+        uses, symbols, spans = list(op.gpu.deps), [], []
         end = name.end_pos
         for t in items[2:]:
             if isinstance(t, Token):
                 end = t.end_pos
                 if isinstance(t, BodyToken):
-                    _read_body(op, t)
+                    # A merged run of text: its references are read only when asked for.
+                    spans.append((t.start_pos, t.end_pos))
+                    op.src = t.src
                 elif t.type == "VALUE":
                     uses.append(_value(t))
                 elif t.type == "SYMBOL":
                     symbols.append(_symbol(t))
+        if spans:
+            op.spans = tuple(spans)
         if uses:
             op.explicit_uses = uses
         if symbols:
@@ -633,7 +628,7 @@ def _region_op(text: str, raw: list, i: int, name: str, close: int, entries: lis
     end = t.end
     op = Op(name, name_start, name_end, name_start, raw[close].start + 1)
     op.symbol_name = _defined_symbol(name, text, body, end)
-    op.spans = [(body, end)]
+    op.spans = ((body, end),)
     op.src = text
     op.regions = [region]
     results_start = t.results_start
