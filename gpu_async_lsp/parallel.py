@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 
+from gpu_async_lsp import arenas
 from gpu_async_lsp.async_region import analyze
 from gpu_async_lsp.async_region import findings as F
 from gpu_async_lsp.async_region.findings import Finding, Severity
@@ -258,6 +259,9 @@ def in_forked_process(fn, *args):
         status = 1
         try:
             _detach(parent, write_fd)
+            # The parent's reserve of arenas is the parent's: pages shared until written,
+            # which this process would copy and the parent fault on again.
+            arenas.drop_reserve()
             _HELD.append(fn)  # hold_until_exit holds in this process
             import pickle  # here: a run that forks no worker needs none of it
 

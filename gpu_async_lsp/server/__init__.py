@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 
 
 def build_arg_parser(add_help: bool = True) -> argparse.ArgumentParser:
@@ -53,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     root.setLevel(args.log_level)
 
     from gpu_async_lsp import arenas, parallel, regex_cache
+    from gpu_async_lsp.server.heap import prepare_heap, reserve_heap
 
-    # Before anything big is made: a first open's objects then come on pages made at once.
+    # Before anything big is made: a first open's objects then come on pages made at once,
+    # its big blocks from a heap the process keeps (heap.py).
     arenas.populate_arenas()
+    prepare_heap()
     from gpu_async_lsp.server.handlers import build_server
     from gpu_async_lsp.syntax import build_parser_once
 
@@ -65,6 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     build_parser_once()
     parallel.prepare_forks()
     regex_cache.save()  # the patterns compiled so far, for the next start
+    # The first document's memory (its objects' arenas, its heap) made resident while the
+    # client and the server greet each other (a thread of its own, on another CPU where
+    # there is one: arenas.py, heap.py).
+    def reserve_memory():
+        arenas.reserve_arenas()
+        reserve_heap()
+
+    threading.Thread(target=reserve_memory, name="memory reserve", daemon=True).start()
     if args.tcp:
         server.start_tcp(args.host, args.port)
     else:

@@ -30,7 +30,7 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from gpu_async_lsp import __version__
+from gpu_async_lsp import __version__, arenas
 from gpu_async_lsp.config import CONFIG_NAMES, DEFAULTS, Config, ConfigError, Finder
 from gpu_async_lsp.gcpause import gc_paused
 from gpu_async_lsp.ide import semantic
@@ -232,6 +232,7 @@ class GpuAsyncServer(LanguageServer):
             return
         if not any(state.mlir for state in self.documents):
             self.cache.clear_recent()  # nothing is open: nothing to reopen cheaply
+            arenas.drop_reserve()  # nor arenas kept for the next analysis (arenas.py)
         self.heap.release()
 
     def lose_sync(self, uri: str, why: str, version: int | None = None) -> None:

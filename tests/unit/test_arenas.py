@@ -1,6 +1,8 @@
 """The populating arena allocator (gpu_async_lsp/arenas.py): installed by the compiled build on
 Linux, by `check` and the server; objects then come on pages made when their arena is mapped
-(no page fault each), and the arenas of freed objects go back to the system."""
+(no page fault each), and the arenas of freed objects go back to the system. The server's
+memory made resident before its first document: arenas held in reserve, and glibc's heap
+(server/heap.py)."""
 
 from __future__ import annotations
 
@@ -114,3 +116,108 @@ def test_check_and_the_server_install_it(tmp_path):
     assert proc.stdout.split()[-1] == "[True]", proc.stdout + proc.stderr
     server = (ROOT / "gpu_async_lsp" / "server" / "__init__.py").read_text()
     assert "arenas.populate_arenas()" in server.split("build_server()")[0]
+    # The memory of the first document is made resident once the server is set up, before it
+    # serves, by a thread of its own; the heap's settings come before any thread.
+    set_up, serving = server.split("server.start_io()")[0].split("regex_cache.save()")
+    assert "prepare_heap()" in set_up.split("build_server()")[0]
+    assert "threading.Thread(target=reserve_memory" in serving
+
+
+# -- memory made resident ahead of need (the server's, before its first document) ------------
+
+# A fresh process: the allocator installed, `reserve` arenas held (if any); then 12 MB of small
+# objects made: the page faults that took (the reserve's pages are resident: none), the arenas
+# held, and the resident pages given back when the reserve is dropped.
+_RESERVE_PROBE = textwrap.dedent("""
+    import gc, resource, sys
+    from gpu_async_lsp import arenas
+    gc.disable()
+    on = arenas.populate_arenas()
+    held = arenas.reserve_arenas(int(sys.argv[1])) if int(sys.argv[1]) else 0
+
+    def faults():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1])
+
+    before = faults()
+    kept = [(i, i + 1) for i in range(100_000)]  # ~12 MB of tuples and ints
+    made = faults() - before
+    resident = rss()
+    arenas.drop_reserve()
+    print(on, held, made, resident - rss())
+""")
+
+
+def _reserve_probe(count: int, pure: bool = False) -> tuple[bool, int, int, int]:
+    env = dict(os.environ)
+    env.pop(_compiled.PURE_ENV, None)
+    if pure:
+        env[_compiled.PURE_ENV] = "1"
+    proc = subprocess.run([sys.executable, "-c", _RESERVE_PROBE, str(count)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    on, held, made, given_back = proc.stdout.split()
+    return on == "True", int(held), int(made), int(given_back)
+
+
+def test_reserved_arenas_are_used_before_new_ones_and_given_back():
+    _needs_linux_build()
+    _, held, made_with, given_back = _reserve_probe(32)
+    _, none, made_without, _ = _reserve_probe(0)
+    assert held == 32 and none == 0
+    # ~12 MB of objects: ~3,000 pages populated as their arenas are mapped, without a
+    # reserve; from the reserve's arenas, whose pages were made before, next to none.
+    assert made_without > 2000, made_without
+    assert made_with < made_without // 5, (made_with, made_without)
+    # Dropped: the arenas left in the reserve (~20 MiB) are unmapped.
+    assert given_back > 10 * 256, given_back
+
+
+def test_python_build_reserves_nothing():
+    on, held, _, _ = _reserve_probe(32, pure=True)
+    assert not on and held == 0
+
+
+_HEAP_PROBE = textwrap.dedent("""
+    import resource, sys
+    from gpu_async_lsp.server import heap
+    if sys.argv[1] == "reserve":
+        assert heap.prepare_heap()
+        heap.reserve_heap(8 << 20)
+
+    def faults():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+    before = faults()
+    for _ in range(3):  # a publication's string and its bytes, three times: ~1,000 pages each
+        text = "x" * (4 << 20)
+        data = text.encode()
+        del text, data
+    print(faults() - before)
+""")
+
+
+def test_the_server_heap_keeps_big_blocks_resident():
+    """glibc: after `prepare_heap` and `reserve_heap`, blocks of a few MB come from memory
+    made resident before (no page fault each), not from mappings of their own."""
+    if not sys.platform.startswith("linux") or heap_module()._LIBC is None:
+        pytest.skip("glibc's mallopt")
+
+    def faults(mode: str) -> int:
+        proc = subprocess.run([sys.executable, "-c", _HEAP_PROBE, mode], capture_output=True,
+                              text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return int(proc.stdout)
+
+    plain, reserved = faults("plain"), faults("reserve")
+    assert plain > 4000, plain  # 3 x 8 MB mapped and faulted anew
+    assert reserved < plain // 10, (reserved, plain)
+
+
+def heap_module():
+    from gpu_async_lsp.server import heap
+
+    return heap

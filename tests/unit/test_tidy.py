@@ -52,6 +52,7 @@ LAZY = {
                      "`serve` imports the server, pygls and lsprotocol only when serving, and "
                      "the server's main builds it after its logging is set up",
     "gpu_async_lsp.server.handlers": "the server's main, after its logging is set up",
+    "gpu_async_lsp.server.heap": "the server's main, before it starts threads (glibc's heap)",
     "gpu_async_lsp.server.protocol": "the server's main, at its exit",
     "gpu_async_lsp.syntax": "the server's main builds the parser before the first open",
     "gpu_async_lsp.syntax.lark_lexer": "with Lark",
