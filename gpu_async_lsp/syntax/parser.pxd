@@ -4,6 +4,7 @@
 # whole line is made as the extension type it is (ir.pxd): its fields set as C fields.
 cimport cython
 
+cimport gpu_async_lsp.syntax.fields as tf
 from gpu_async_lsp.syntax.ir cimport Op
 
 cdef class _PlainParser:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, NamedTuple
 
+import gpu_async_lsp.syntax.fields as tf
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import DEFAULT_DIALECT, KNOWN_OPS, SYMBOL_OPS, is_symbol_op
 from gpu_async_lsp.syntax import gpu_formats, refs
@@ -204,27 +205,29 @@ def _expand(items: list) -> list:
 
 def _line_op(src: str, t, name: str) -> Op:
     """The Op of one whole line (a LineToken or GpuLineToken of lexer.py). Each of the token's
-    fields is read once (a lookup through its class each time: 31k ops at 50k lines)."""
-    name_end, end, results_start = t.name_end, t.end, t.results_start
-    op = Op(name, t.name_start, name_end, t.start, end)
+    fields is read once, by index (`fields.at`: a tuple's item in C in the build, where a
+    named field is a lookup through its class: 31k ops at 50k lines)."""
+    name_end, end = tf.at(t, tf.NAME_END), tf.at(t, tf.END)
+    results_start = tf.at(t, tf.RESULTS_START)
+    op = Op(name, tf.at(t, tf.NAME_START), name_end, tf.at(t, tf.START), end)
     op.src = src
     if results_start >= 0:
-        results = op.results = result_values(src, results_start, t.results_end)
+        results = op.results = result_values(src, results_start, tf.at(t, tf.RESULTS_END))
         op.results_end = results[-1].end
-    if t.kind == "gpuline":
+    if tf.at(t, tf.KIND) == "gpuline":
         g = GpuSyntax()
-        async_start, deps_open = t.async_start, t.deps_open
+        async_start, deps_open = tf.at(t, tf.ASYNC_START), tf.at(t, tf.DEPS_OPEN)
         if async_start >= 0:
             g.async_kw = (async_start, async_start + 5)
         if deps_open >= 0:
-            deps_close = t.deps_close
+            deps_close = tf.at(t, tf.DEPS_CLOSE)
             g.deps_open = deps_open
             g.deps_close = deps_close
             g.deps = [ValueRef(m.group(1), m.start(), m.end(), int(m.group(2)) if m.group(2) else None)
                       for m in _DEP_RE.finditer(src, deps_open + 1, deps_close - 1)]
             op.explicit_uses = list(g.deps)
         op.gpu = g
-        operands_start = t.operands_start
+        operands_start = tf.at(t, tf.OPERANDS_START)
         if end > operands_start:
             op.spans = ((operands_start, end),)
     elif end > name_end:
@@ -606,7 +609,7 @@ def whole_line_unit(text: str, raw: list) -> list | None:
     entries = whole_line_region(text, raw)
     if entries is None:
         return None
-    return [_region_op(text, raw, 0, raw[0].text, len(raw) - 1, entries)]
+    return [_region_op(text, raw, 0, tf.at(raw[0], tf.TEXT), len(raw) - 1, entries)]
 
 
 def _region_op(text: str, raw: list, i: int, name: str, close: int, entries: list) -> Op:
@@ -620,20 +623,21 @@ def _region_op(text: str, raw: list, i: int, name: str, close: int, entries: lis
         else:
             ops.append(_region_op(text, raw, j, qualified, inner[0], inner[1]))
     t = raw[i]
-    region = Region(raw[i + 1].start, raw[close].start)
+    rbrace = tf.at(raw[close], tf.START)
+    region = Region(tf.at(raw[i + 1], tf.START), rbrace)
     region.blocks.append(Block(None, [], ops, ops[0].start, ops[-1].end))
-    name_start = t.name_start
-    name_end = t.name_end
+    name_start = tf.at(t, tf.NAME_START)
+    name_end = tf.at(t, tf.NAME_END)
     body = _BLANKS.match(text, name_end).end()
-    end = t.end
-    op = Op(name, name_start, name_end, name_start, raw[close].start + 1)
+    end = tf.at(t, tf.END)
+    op = Op(name, name_start, name_end, name_start, rbrace + 1)
     op.symbol_name = _defined_symbol(name, text, body, end)
     op.spans = ((body, end),)
     op.src = text
     op.regions = [region]
-    results_start = t.results_start
+    results_start = tf.at(t, tf.RESULTS_START)
     if results_start >= 0:
-        results = op.results = result_values(text, results_start, t.results_end)
+        results = op.results = result_values(text, results_start, tf.at(t, tf.RESULTS_END))
         op.results_end = results[-1].end
         op.start = results_start
     return op

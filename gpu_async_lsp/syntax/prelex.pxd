@@ -5,6 +5,8 @@
 # functions. The Python of prelex.py is the same code, with the same classes.
 cimport cython
 
+cimport gpu_async_lsp.syntax.fields as tf
+
 cdef class _Frame:
     cdef public object dialect
     cdef public bint top

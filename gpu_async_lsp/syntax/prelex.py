@@ -23,6 +23,7 @@ that meets none does not import Lark at all).
 
 from __future__ import annotations
 
+import gpu_async_lsp.syntax.fields as tf
 from gpu_async_lsp import regex_cache
 from gpu_async_lsp.op_tables import (
     ASYNC_INTERFACE_OPS,
@@ -202,9 +203,10 @@ def whole_line_region(text: str, raw: list) -> list | None:
         return None
     head = raw[0]
     close = raw[n - 1]
-    if close.kind != "}" or not close.line_start or head.kind != "line" or head.results_start >= 0:
+    if (tf.at(close, tf.KIND) != "}" or not tf.at(close, tf.LINE_START)
+            or tf.at(head, tf.KIND) != "line" or tf.at(head, tf.RESULTS_START) >= 0):
         return None
-    name = head.text
+    name = tf.at(head, tf.TEXT)
     if "." not in name or not _opens_line_region(text, raw, 0, name):
         return None
     entries: list = []
@@ -220,20 +222,21 @@ def _opens_line_region(text: str, raw: list, i: int, qualified: str) -> bool:
     """Is raw[i] a line item of an op `qualified` in custom form read as one BODY run, whose
     line ends in a `{` that opens its region and that holds a line item first?"""
     t = raw[i]
-    if (t.kind != "line" or t.cont or t.depth or t.end <= t.name_end
+    if (tf.at(t, tf.KIND) != "line" or tf.at(t, tf.LINE_CONT) or tf.at(t, tf.LINE_DEPTH)
+            or tf.at(t, tf.END) <= tf.at(t, tf.NAME_END)
             or qualified in EXACT_GPU_OPS or qualified in _ASYNC_OTHER or i + 2 >= len(raw)):
         return False
     brace = raw[i + 1]
-    if brace.kind != "{" or brace.line_start:
+    if tf.at(brace, tf.KIND) != "{" or tf.at(brace, tf.LINE_START):
         return False
-    k = raw[i + 2].kind
+    k = tf.at(raw[i + 2], tf.KIND)
     if k != "line" and k != "gpuline":
         return False
     inner = DEFAULT_DIALECT.get(qualified)
     resolve = _RESOLVERS.get(inner)
     if resolve is None:
         resolve = _RESOLVERS[inner] = _resolver(inner)
-    return opens_region(text, brace.start, False, False, resolve)
+    return opens_region(text, tf.at(brace, tf.START), False, False, resolve)
 
 
 def _region_entries(text: str, raw: list, i: int, dialect: str | None, depth: int,
@@ -243,21 +246,24 @@ def _region_entries(text: str, raw: list, i: int, dialect: str | None, depth: in
     n = len(raw)
     while i < n:
         t = raw[i]
-        kind = t.kind
+        kind = tf.at(t, tf.KIND)
         if kind == "}":
             # Closes the region where the op before ended (its line, or its region's `}`).
-            return i if t.line_start else -1
-        if (kind != "line" and kind != "gpuline") or t.depth or t.cont:
+            return i if tf.at(t, tf.LINE_START) else -1
+        if kind == "line":
+            if tf.at(t, tf.LINE_DEPTH) or tf.at(t, tf.LINE_CONT):
+                return -1
+        elif kind != "gpuline":  # (a GpuLineToken's depth is 0, its line never goes on)
             return -1
-        qualified = t.text
+        qualified = tf.at(t, tf.TEXT)
         if kind == "line" and "." not in qualified:
             bare = qualified
             qualified = qualify_op_name(bare, dialect)
             if qualified is None:
-                if t.results_start < 0:
+                if tf.at(t, tf.RESULTS_START) < 0:
                     return -1
                 qualified = f"{dialect}.{bare}" if dialect else bare  # _fallback_name
-        if i + 1 < n and raw[i + 1].kind == "{":  # an op with a region
+        if i + 1 < n and tf.at(raw[i + 1], tf.KIND) == "{":  # an op with a region
             if depth >= _WHOLE_LINE_DEPTH or not _opens_line_region(text, raw, i, qualified):
                 return -1
             inner: list = []

@@ -493,3 +493,29 @@ def test_top_level_brace_pairs_summed_in_c_equal_the_walk():
         assert _top_pairs(deltas, lo, hi) == _top_pairs_walked(deltas, lo, hi), (deltas, lo, hi)
     assert _top_pairs([1, -1, 1, 1, -1], 0, 5) == ([(0, 1)], 2)
     assert _top_pairs([-1, 1, -1], 0, 3) == ([(1, 2)], -1)
+
+
+def test_token_field_indexes_are_the_named_tuples_fields():
+    """syntax/fields.py's indexes (the parser reads whole-line tokens by them) are those of the
+    tokens' fields, and fields.pxd's C constants (the build's) are fields.py's."""
+    from pathlib import Path
+
+    from gpu_async_lsp.syntax import fields
+    from gpu_async_lsp.syntax.lexer import GpuLineToken, LineToken, RawToken
+
+    common = ["kind", "start", "end", "text", "line_start"]
+    named = {RawToken: common,
+             LineToken: common + ["name_start", "name_end", "results_start", "results_end",
+                                  "line_cont", "line_depth"],
+             GpuLineToken: common + ["name_start", "name_end", "results_start", "results_end",
+                                     "async_start", "deps_open", "deps_close", "operands_start"]}
+    for token, names in named.items():
+        for name in names:
+            field = name.removeprefix("line_") if name in ("line_cont", "line_depth") else name
+            assert token._fields.index(field) == getattr(fields, name.upper()), (token, name)
+    pxd = (Path(fields.__file__).with_suffix(".pxd")).read_text()
+    constants = dict(re.findall(r"^    ([A-Z_]+) = (\d+)$", pxd, re.M))
+    assert len(constants) == 15
+    for name, value in constants.items():
+        assert getattr(fields, name) == int(value), name
+    assert fields.at(LineToken("line", 1, 2, "x", True, 3, 4, -1, -1, False, 0), 6) == 4

@@ -1,0 +1,30 @@
+# fields.py's names in the builds that cimport this (parser, prelex): a token's field read as
+# the tuple's item in C (checked: a tuple holding that many items, else Python's indexing and
+# its error), and the fields' indexes as C constants (tests/unit/test_lexer.py holds them to
+# the tokens' named tuples).
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+
+cdef extern from "Python.h":
+    bint PyTuple_Check(object)
+
+cdef enum:
+    KIND = 0
+    START = 1
+    END = 2
+    TEXT = 3
+    LINE_START = 4
+    NAME_START = 5
+    NAME_END = 6
+    RESULTS_START = 7
+    RESULTS_END = 8
+    LINE_CONT = 9
+    LINE_DEPTH = 10
+    ASYNC_START = 9
+    DEPS_OPEN = 10
+    DEPS_CLOSE = 11
+    OPERANDS_START = 12
+
+cdef inline object at(object t, Py_ssize_t i):
+    if PyTuple_Check(t) and 0 <= i < PyTuple_GET_SIZE(t):
+        return <object>PyTuple_GET_ITEM(t, i)
+    return t[i]
