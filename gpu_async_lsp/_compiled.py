@@ -45,14 +45,25 @@ def _cimported(source: bytes) -> list[str]:
 
 
 def source_of(path: str) -> bytes:
-    """What a module's build is made from: its .py, and the augmenting .pxd beside it (its
-    C types in the build), if it has one."""
+    """What a module's build is made from: its .py, the augmenting .pxd beside it (its C
+    types in the build), if it has one, and the .pxd files of C declarations only that the
+    .pxd cimports whole (`cimport gpu_async_lsp.syntax.fields as tf`: compiled into the
+    build, their constants and inline functions change it as its own source does)."""
     with open(path, "rb") as f:
         data = f.read()
     pxd = path[:-3] + ".pxd"
     if os.path.isfile(pxd):
         with open(pxd, "rb") as f:
-            data += b"\0" + f.read()
+            declarations = f.read()
+        data += b"\0" + declarations
+        root = path[:path.rfind(os.sep + "gpu_async_lsp" + os.sep) + 1]
+        for line in declarations.split(b"\n"):
+            words = line.split()
+            if len(words) >= 2 and words[0] == b"cimport" and words[1].startswith(
+                    b"gpu_async_lsp."):
+                header = os.path.join(root, *words[1].decode().split(".")) + ".pxd"
+                with open(header, "rb") as f:
+                    data += b"\0" + f.read()
     return data
 
 

@@ -163,6 +163,24 @@ def test_a_build_is_used_only_while_its_pxd_is_the_one_it_was_built_with(tmp_pat
     assert _fake_install(tmp_path / "edited", False, pxd=(types, types + b"# x\n")) == "[]"
 
 
+def test_a_build_is_used_only_while_the_declarations_it_cimports_whole_are_the_same(tmp_path):
+    """A .pxd of C declarations only, cimported whole (fields.pxd: constants, inline
+    functions), is compiled into the build that cimports it: editing it makes that build
+    stale as editing the module would."""
+    header = b"cdef enum:\n    NAME_END = 6\n"
+    pxd = b"cimport gpu_async_lsp.hdr as hdr\n"
+
+    def loaded(header_now: bytes) -> str:
+        root = tmp_path / str(len(header_now))
+        source = b"VALUE = 'python'\n"
+        _fake_package(root, {"mod": (source, pxd, source + b"\0" + pxd + b"\0" + header)})
+        (root / "gpu_async_lsp" / "hdr.pxd").write_bytes(header_now)
+        return _probe(root).stdout.strip()
+
+    assert loaded(header) == "['gpu_async_lsp.mod']"
+    assert loaded(header.replace(b"6", b"16")) == "[]"
+
+
 def test_a_build_that_cimports_a_module_run_as_python_is_run_as_python_too(tmp_path):
     """A build that cimports another module's types (parser.pxd: ir's Op) reads their C
     fields: where that module is edited (run as Python), its users are run as Python too
