@@ -13,3 +13,5 @@ cpdef line_spans(str text, Py_ssize_t pos, Py_ssize_t end, op_words=*, whole_ops
 cpdef tuple plain_lines(str text, Py_ssize_t pos, Py_ssize_t end, list out, op_words,
                         whole_ops, token_class, gpu_class, raw_class)
 cpdef Py_ssize_t close_line(str text, Py_ssize_t pos, Py_ssize_t end) except? -2
+# The blank and comment-only lines both line scans skip: a C function of the module.
+cdef Py_ssize_t _line_content(int kind, void *data, Py_ssize_t pos, Py_ssize_t end) noexcept

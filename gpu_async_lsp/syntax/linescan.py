@@ -75,23 +75,7 @@ def line_spans(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t, op_wor
         pos = 0
     kind = chars.kind_of(text)
     data = chars.data_of(text)
-    i = pos
-    # Blank and comment-only lines, each taken whole or not at all.
-    while True:
-        j = i
-        while j < end and (chars.at(kind, data, j) == " " or chars.at(kind, data, j) == "\t"):
-            j += 1
-        if j + 1 < end and chars.at(kind, data, j) == "/" and chars.at(kind, data, j + 1) == "/":
-            while j < end and chars.at(kind, data, j) != "\n":
-                j += 1
-        elif j < end and chars.at(kind, data, j) == "\r":
-            j += 1
-        if j < end and chars.at(kind, data, j) == "\n":
-            i = j + 1
-        else:
-            break
-    while i < end and (chars.at(kind, data, i) == " " or chars.at(kind, data, i) == "\t"):
-        i += 1
+    i = _line_content(kind, data, pos, end)
     if i < end and chars.at(kind, data, i) == "%":
         # RESULT_LIST: results `%[\w$.\-]++(?:[ \t]*+:[ \t]*+\d++)?+` joined by `,` and
         # blanks; then `=` (not `==`, `=>`) and blanks. Else no match (no op name at `%`).
@@ -272,12 +256,32 @@ def close_line(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cyt
     data: cython.p_void
     if end > len(text):
         end = len(text)
-    if pos < 0:
-        pos = 0
     kind = chars.kind_of(text)
     data = chars.data_of(text)
-    i = pos
-    while True:  # blank and comment-only lines, each taken whole or not at all
+    i = _line_content(kind, data, pos if pos > 0 else 0, end)
+    if i >= end or chars.at(kind, data, i) != "}":
+        return -1
+    j = i + 1  # then blanks, a comment, and the line break or the end
+    while j < end and (chars.at(kind, data, j) == " " or chars.at(kind, data, j) == "\t"):
+        j += 1
+    if j + 1 < end and chars.at(kind, data, j) == "/" and chars.at(kind, data, j + 1) == "/":
+        while j < end and chars.at(kind, data, j) != "\n":
+            j += 1
+    if j >= end or chars.at(kind, data, j) == "\n" or (
+            chars.at(kind, data, j) == "\r" and j + 1 < end
+            and chars.at(kind, data, j + 1) == "\n"):
+        return i
+    return -1
+
+
+def _line_content(kind: cython.int, data: cython.p_void, pos: cython.Py_ssize_t,
+                  end: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """Where the first line from `pos` that holds more than blanks and a `//` comment has its
+    first character after its blanks (blank and comment-only lines are each taken whole or
+    not at all, as LINE_RE and _CLOSE_LINE_RE take them); `end` if there is none."""
+    i: cython.Py_ssize_t = pos
+    j: cython.Py_ssize_t
+    while True:
         j = i
         while j < end and (chars.at(kind, data, j) == " " or chars.at(kind, data, j) == "\t"):
             j += 1
@@ -292,19 +296,7 @@ def close_line(text: str, pos: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cyt
             break
     while i < end and (chars.at(kind, data, i) == " " or chars.at(kind, data, i) == "\t"):
         i += 1
-    if i >= end or chars.at(kind, data, i) != "}":
-        return -1
-    j = i + 1  # then blanks, a comment, and the line break or the end
-    while j < end and (chars.at(kind, data, j) == " " or chars.at(kind, data, j) == "\t"):
-        j += 1
-    if j + 1 < end and chars.at(kind, data, j) == "/" and chars.at(kind, data, j + 1) == "/":
-        while j < end and chars.at(kind, data, j) != "\n":
-            j += 1
-    if j >= end or chars.at(kind, data, j) == "\n" or (
-            chars.at(kind, data, j) == "\r" and j + 1 < end
-            and chars.at(kind, data, j + 1) == "\n"):
-        return i
-    return -1
+    return i
 
 
 def flat(m) -> tuple:
