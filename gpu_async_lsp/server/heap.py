@@ -63,7 +63,7 @@ _TRIM = _LIBC.malloc_trim if _LIBC is not None else None
 # glibc's mallopt parameters.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 # Blocks under this size come from the heap: a document's text, a publication (~600 KB at 10k
-# lines of host code, 2.4 MB at 50k) and their UTF-8 bytes were each a mapping of their own,
+# lines of host code, 3 MB at 50k) and their UTF-8 bytes were each a mapping of their own,
 # its pages faulted anew every time (~2 us a page on this project's machines).
 HEAP_BLOCKS_UNDER = 32 << 20
 # Made resident at the start, kept through frees until a release trims the heap.
