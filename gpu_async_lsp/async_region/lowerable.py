@@ -103,6 +103,8 @@ def make_lowerable(text: str, blocks: list[BlockPlan], plans: dict[int, OpPlan],
 class _BlockFix:
     """`make_lowerable` on one block, item by item, with the stream of each token."""
 
+    __slots__ = ("text", "plans", "names", "made", "streams", "items", "changed")
+
     def __init__(self, text: str, plans: dict[int, OpPlan], names, made: set[str],
                  streams: _BlockStreams):
         self.text, self.plans, self.names, self.made = text, plans, names, made
@@ -195,6 +197,8 @@ class _BlockStreams:
     """The stream of each token defined so far in a function, and the order of definition (the
     lowering's model: `gpu.wait async` starts a stream, an op with one dependency runs on its
     stream; a token from elsewhere is a stream of its own)."""
+
+    __slots__ = ("made", "root", "order", "named")
 
     def __init__(self, made: set[str]):
         self.made = made  # the tokens the rewrite makes

@@ -14,3 +14,22 @@ cpdef finding(IrOp op, str why, function=*)
 cpdef list as_written(str text, IrOp func, name=*, ops=*)
 @cython.locals(op=IrOp, region=IrRegion, block=IrBlock, out=list, work=list)
 cpdef list memory_ops(IrOp func)
+
+# The findings of the code the rewrite leaves: the plan's classes (plan.pxd, named apart) read
+# as C fields, for every item of every block of a fix's plan.
+from gpu_async_lsp.async_region.plan cimport BlockPlan as PBlockPlan, NewOp as PNewOp, OpPlan as POpPlan
+from gpu_async_lsp.syntax.ir cimport GpuSyntax as IrGpu
+
+@cython.locals(streams=_Streams, bplan=PBlockPlan, new=PNewOp, op=IrOp, plan=POpPlan, g=IrGpu,
+               is_async=bint)
+cpdef list stream_hazards_after(list blocks, dict plans, name=*)
+
+cdef class _Streams:
+    cdef public object function
+    cdef public dict root
+    cdef public dict destroyed
+    cdef public list found
+
+    cpdef new_block(self)
+    @cython.locals(streams=list, seen=dict)
+    cpdef op(self, op, str name, list deps, token)

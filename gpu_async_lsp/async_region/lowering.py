@@ -567,8 +567,9 @@ def stream_hazards_after(blocks: list, plans: dict, name: str | None = None) -> 
         streams.new_block()
         for item in bplan.items:
             if isinstance(item, NewOp):  # an op the rewrite inserts
-                if item.kind == WAIT:
-                    streams.op(None, WAIT, list(item.deps), item.result)
+                new = item
+                if new.kind == WAIT:
+                    streams.op(None, WAIT, list(new.deps), new.result)
                 continue
             op = item
             plan = plans.get(id(op))
@@ -585,6 +586,8 @@ def stream_hazards_after(blocks: list, plans: dict, name: str | None = None) -> 
 
 class _Streams:
     """The streams of a function's tokens, op by op (`stream_hazards`)."""
+
+    __slots__ = ("function", "root", "destroyed", "found")
 
     def __init__(self, function: str | None):
         self.function = function

@@ -41,7 +41,10 @@ class NewOp:
     """An op the rewrite inserts. WAIT: `gpu.wait [deps]`, or `result = gpu.wait async
     [deps]`; AWAIT: `result = async.await deps[0] : !async.value<!gpu.async.token>`; YIELD:
     `async.yield deps : types` (an implicit terminator made explicit). (The plan's classes
-    are plain, compared by identity: no dataclass is made at `check`'s start.)"""
+    are plain, with slots, compared by identity: no dataclass is made at `check`'s start;
+    extension types with C fields in the build, plan.pxd.)"""
+
+    __slots__ = ("kind", "deps", "result", "types", "step")
 
     kind: str
     deps: list[str]
@@ -78,6 +81,8 @@ class OpPlan:
     `only`, when set, is its whole dependency list (lowerable.py: joined, or one per stream),
     in place of `front` and the list as written."""
 
+    __slots__ = ("op", "front", "token", "erased", "replacements", "only")
+
     op: Op
     front: list[str]
     token: str | None
@@ -112,6 +117,8 @@ class OpPlan:
 class BlockPlan:
     """A block as the plan leaves it: its ops (Op) and the inserted ones (NewOp), in order."""
 
+    __slots__ = ("block", "rbrace", "owner", "items")
+
     block: Block
     rbrace: int  # the `}` of its region
     owner: Op  # the op whose region holds it
@@ -134,6 +141,8 @@ _COMMENT = regex_cache.compile(r'"(?:[^"\\\n]|\\.)*"|(//[^\n]*)')
 
 class Renderer:
     """Text edits of a plan, on `text`."""
+
+    __slots__ = ("text", "edits")
 
     def __init__(self, text: str):
         self.text = text

@@ -4,7 +4,24 @@
 # lines of host code visits 29k ops); the rules called per op are C methods, and take the op
 # as the extension type it is (ir.pxd): its fields read as C fields. (Named apart: the .py
 # imports `Op` through syntax's door, and a cimported name cannot be assigned.)
+cimport cython
+
 from gpu_async_lsp.syntax.ir cimport Op as IrOp
+
+# The plan the walk builds (plan.pxd; named apart, as Op): its op plans and inserted ops made
+# and filled in as extension types, their fields C fields.
+from gpu_async_lsp.async_region.plan cimport BlockPlan as PBlockPlan, NewOp as PNewOp, OpPlan as POpPlan
+
+cdef class NameAllocator:
+    cdef public str text
+    cdef public object start
+    cdef public object end
+    cdef public object used
+    cdef public set taken
+    cdef public Py_ssize_t next
+
+    cpdef bint _is_free(self, str name) except -1
+    cpdef str fresh(self)
 
 cpdef bint is_already_async(IrOp op) except -1
 
@@ -17,7 +34,7 @@ cdef class ThreadTokenWalker:
     cdef public bint thread_launch
     cdef public bint lowers
     cdef public object live
-    cdef public object names
+    cdef public NameAllocator names
     cdef public object current_token
     cdef public list blocks
     cdef public dict block_of
@@ -26,6 +43,16 @@ cdef class ThreadTokenWalker:
     cdef public object phases
     cdef public object effects
 
+    @cython.locals(stack=list, frame=list, ops=list, index=Py_ssize_t, bplan=PBlockPlan, op=IrOp)
+    cpdef visit_blocks(self, IrOp func)
     cpdef visit(self, IrOp op)
+    @cython.locals(plan=POpPlan)
     cpdef rewrite_async_op(self, IrOp op)
+    @cython.locals(found=POpPlan)
+    cpdef POpPlan plan(self, IrOp op)
+    cpdef add_async_dependency(self, IrOp op, token, POpPlan plan=*)
+    @cython.locals(new=PNewOp)
+    cpdef PNewOp create_wait_op(self, list deps, bint fresh=*)
+    @cython.locals(plan=PBlockPlan)
+    cpdef PBlockPlan block_plan(self, block, region, IrOp owner)
     cpdef bint editable(self, IrOp op) except -1

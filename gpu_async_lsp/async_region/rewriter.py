@@ -75,6 +75,8 @@ class NameAllocator:
     (text[start:end]). The set of those names is collected only when the text holds a name
     like a candidate at all (most functions hold no `%t<N>`: one scan at C speed says so)."""
 
+    __slots__ = ("text", "start", "end", "used", "taken", "next")
+
     def __init__(self, text: str, start: int, end: int):
         self.text, self.start, self.end = text, start, end
         self.used: set[str] | None = None  # the function's names, once collected
@@ -353,8 +355,8 @@ class ThreadTokenWalker:
             if not op.regions or (op.name == "gpu.launch" and self.thread_launch):
                 continue  # no blocks; a gpu.launch's body is device code: not walked
             # Each nested block starts with no current token.
-            stack.extend([inner.ops, 0, self.block_plan(inner, region, op), None]
-                         for region in reversed(op.regions) for inner in reversed(region.blocks))
+            stack.extend([[inner.ops, 0, self.block_plan(inner, region, op), None]
+                          for region in reversed(op.regions) for inner in reversed(region.blocks)])
 
     def find_blockers(self, func: Op) -> None:
         """The walk of visit_blocks (same order) that plans nothing: blockers and the ops to
