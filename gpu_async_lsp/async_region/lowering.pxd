@@ -31,5 +31,5 @@ cdef class _Streams:
     cdef public list found
 
     cpdef new_block(self)
-    @cython.locals(streams=list, seen=dict)
+    @cython.locals(root=dict, destroyed=dict, streams=list, seen=dict, k=Py_ssize_t)
     cpdef op(self, op, str name, list deps, token)

@@ -601,22 +601,23 @@ class _Streams:
     def op(self, op: Op | None, name: str, deps: list[str], token: str | None) -> None:
         """An op (None: one the rewrite inserts, not reported) with its dependencies and, if
         async, its token."""
-        streams = [self.root.get(d, d) for d in deps]
-        for dep, stream in zip(deps, streams):
-            if stream in self.destroyed:
-                self._report(op, f"{dep} is on a stream that a gpu.wait destroyed before "
-                                 f"(at {self.destroyed[stream]})")
+        root, destroyed = self.root, self.destroyed
+        streams = [root.get(d, d) for d in deps]
+        for k in range(len(deps)):
+            if streams[k] in destroyed:
+                self._report(op, f"{deps[k]} is on a stream that a gpu.wait destroyed before "
+                                 f"(at {destroyed[streams[k]]})")
                 break
         if name == WAIT and token is None:
             seen: dict[str, str] = {}
-            for dep, stream in zip(deps, streams):
-                if stream in seen:
-                    self._report(op, f"{seen[stream]} and {dep} {_ONE_STREAM}, which it "
-                                     "would synchronize and destroy twice")
+            for k in range(len(deps)):
+                if streams[k] in seen:
+                    self._report(op, f"{seen[streams[k]]} and {deps[k]} {_ONE_STREAM}, which "
+                                     "it would synchronize and destroy twice")
                     break
-                seen[stream] = dep
-            for dep, stream in zip(deps, streams):
-                self.destroyed.setdefault(stream, dep)
+                seen[streams[k]] = deps[k]
+            for k in range(len(deps)):
+                destroyed.setdefault(streams[k], deps[k])
         elif token is not None:
             # One dependency: its stream (a `gpu.wait async [%t]` too: canonicalization, which
             # `-gpu-lower-to-nvvm-pipeline` runs before gpu-to-llvm, folds it into `%t`).

@@ -43,3 +43,5 @@ cdef class Renderer:
     cpdef op(self, OpPlan plan)
     @cython.locals(op=IrOp)
     cpdef new_token(self, OpPlan plan)
+
+cdef _edit(start, end, str new_text)

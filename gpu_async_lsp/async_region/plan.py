@@ -134,6 +134,15 @@ class BlockPlan:
         return f"BlockPlan(owner={self.owner!r}, {len(self.items)} items)"
 
 
+_new = tuple.__new__
+
+
+def _edit(start: int, end: int, new_text: str) -> TextEdit:
+    """A TextEdit made in C in the build (its class's __new__ is a Python-level call): a fix
+    renders 8k per 10k lines of host code."""
+    return _new(TextEdit, (start, end, new_text))
+
+
 _INDENT = regex_cache.compile(r"[ \t]*")
 # The comments of a text (group 1; a string is matched whole, so a `//` in it is none).
 _COMMENT = regex_cache.compile(r'"(?:[^"\\\n]|\\.)*"|(//[^\n]*)')
@@ -182,9 +191,9 @@ class Renderer:
         indent = self.text[line_start:start]
         if indent.strip(" \t"):
             # The op shares its line with text before it: keep to that line.
-            self.edits.append(TextEdit(start, start, f"{statement} "))
+            self.edits.append(_edit(start, start, f"{statement} "))
             return
-        self.edits.append(TextEdit(start, start, f"{statement}{self._eol(start)}{indent}"))
+        self.edits.append(_edit(start, start, f"{statement}{self._eol(start)}{indent}"))
 
     def insert_at_block_end(self, plan: BlockPlan, last: Op | None, statement: str) -> None:
         """`statement` at the end of a block (its terminator is implicit), before the `}`,
@@ -192,7 +201,7 @@ class Renderer:
         rbrace = plan.rbrace
         line_start = self._line_start(rbrace)
         if self.text[line_start:rbrace].strip(" \t"):
-            self.edits.append(TextEdit(rbrace, rbrace, f"{statement} "))
+            self.edits.append(_edit(rbrace, rbrace, f"{statement} "))
             return
         if last is None and plan.block.ops:
             last = plan.block.ops[-1]
@@ -200,7 +209,7 @@ class Renderer:
             indent = _INDENT.match(self.text, self._line_start(last.start)).group()
         else:
             indent = self.text[line_start:rbrace] + "  "
-        self.edits.append(TextEdit(line_start, line_start,
+        self.edits.append(_edit(line_start, line_start,
                                    f"{indent}{statement}{self._eol(line_start)}"))
 
     def erase(self, op: Op) -> None:
@@ -215,24 +224,24 @@ class Renderer:
         inner = [c for c in _COMMENT.findall(text, op.start, op.end) if c]
         alone = not text[line_start:op.start].strip(" \t")
         if alone and not rest and not inner:
-            self.edits.append(TextEdit(line_start, line_end, ""))
+            self.edits.append(_edit(line_start, line_end, ""))
         elif alone and (not rest or rest.startswith("//")):
             indent = text[line_start:op.start]
             kept = [c.rstrip() for c in inner]
             if rest:
                 kept.append(rest)
             eol = self._eol(op.start)
-            self.edits.append(TextEdit(op.start, line_end, eol.join(
+            self.edits.append(_edit(op.start, line_end, eol.join(
                 [kept[0], *(indent + c for c in kept[1:])]) + (eol if nl >= 0 else "")))
         else:
-            self.edits.append(TextEdit(op.start, op.end, ""))
+            self.edits.append(_edit(op.start, op.end, ""))
 
     def op(self, plan: OpPlan) -> None:
         """The edits inside a changed op: new result, `async`, dependencies in front."""
         op, g = plan.op, plan.op.gpu
         edits = self.edits
         for start, end, name in plan.replacements:
-            edits.append(TextEdit(start, end, name))
+            edits.append(_edit(start, end, name))
         if g is None:
             return
         if plan.only is not None:
@@ -242,26 +251,26 @@ class Renderer:
         if plan.token is not None:
             self.new_token(plan)
             if g.deps_open is not None:
-                edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
+                edits.append(_edit(g.deps_open, g.deps_open, "async "))
             else:
-                edits.append(TextEdit(op.name_end, op.name_end, f" async [{front}]"))
+                edits.append(_edit(op.name_end, op.name_end, f" async [{front}]"))
                 return
         if not plan.front:
             return
         if g.deps_open is not None:
             sep = ", " if g.deps else ""
-            edits.append(TextEdit(g.deps_open + 1, g.deps_open + 1, f"{front}{sep}"))
+            edits.append(_edit(g.deps_open + 1, g.deps_open + 1, f"{front}{sep}"))
         else:
             at = g.async_kw[1] if g.async_kw is not None else op.name_end
-            edits.append(TextEdit(at, at, f" [{front}]"))
+            edits.append(_edit(at, at, f" [{front}]"))
 
     def new_token(self, plan: OpPlan) -> None:
         """The token of an op made async, as its last result."""
         op = plan.op
         if op.results:
-            self.edits.append(TextEdit(op.results_end, op.results_end, f", {plan.token}"))
+            self.edits.append(_edit(op.results_end, op.results_end, f", {plan.token}"))
         else:
-            self.edits.append(TextEdit(op.start, op.start, f"{plan.token} = "))
+            self.edits.append(_edit(op.start, op.start, f"{plan.token} = "))
 
     def whole_list(self, plan: OpPlan) -> None:
         """The edits of an op whose dependency list is `plan.only` as a whole (and, made
@@ -273,17 +282,17 @@ class Renderer:
             self.new_token(plan)
         if g.deps_open is not None:
             if plan.token is not None:
-                edits.append(TextEdit(g.deps_open, g.deps_open, "async "))
+                edits.append(_edit(g.deps_open, g.deps_open, "async "))
             if deps:
-                edits.append(TextEdit(g.deps_open + 1, g.deps_close - 1, deps))
+                edits.append(_edit(g.deps_open + 1, g.deps_close - 1, deps))
             else:  # the list goes, with the blanks before it
                 start = g.deps_open
                 while start > op.name_end and self.text[start - 1] in " \t":
                     start -= 1
-                edits.append(TextEdit(start, g.deps_close, ""))
+                edits.append(_edit(start, g.deps_close, ""))
             return
         if not deps and plan.token is None:
             return
         at = g.async_kw[1] if g.async_kw is not None else op.name_end
         keyword = " async" if plan.token is not None else ""
-        edits.append(TextEdit(at, at, f"{keyword} [{deps}]"))
+        edits.append(_edit(at, at, f"{keyword} [{deps}]"))
