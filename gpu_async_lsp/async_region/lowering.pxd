@@ -33,3 +33,8 @@ cdef class _Streams:
     cpdef new_block(self)
     @cython.locals(root=dict, destroyed=dict, streams=list, seen=dict, k=Py_ssize_t)
     cpdef op(self, op, str name, list deps, token)
+@cython.locals(blocks=list, uses=set, holders=set, bplan=PBlockPlan, new=PNewOp)
+cpdef list rewritten_findings(str text, IrOp func, name, walker, phases, ops=*)
+@cython.locals(out=list, op=IrOp, plan=POpPlan, g=IrGpu, written_async=bint, made_async=bint)
+cpdef list after_rewrite(str text, IrOp func, dict plans, name=*, inserted_uses=*,
+                         inserted_in=*, ops=*)

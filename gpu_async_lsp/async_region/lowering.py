@@ -189,16 +189,22 @@ def rewritten_findings(text: str, func: Op, name: str | None, walker, phases,
     from the plan it was just rendered from (`walker`: its op plans and block plans;
     `phases`: LLVM 22's async.execute phases, or None), at offsets of the text as written."""
     blocks = walker.blocks
-    # What the ops it inserts, and the operands it adds, use (a token they use is not dead).
-    uses = {d for b in blocks for item in b.items if isinstance(item, NewOp) for d in item.deps}
+    # What the ops it inserts, and the operands it adds, use (a token they use is not dead),
+    # and the ops whose regions get an inserted op (which has effects).
+    uses = set()
+    holders = set()
+    for bplan in blocks:
+        for item in bplan.items:
+            if isinstance(item, NewOp):
+                new = item
+                uses.update(new.deps)
+                holders.add(id(bplan.owner))
     if phases is not None:
         for plan in phases.execs.values():
             uses.update(plan.new_yielded)
-            uses.update(value for value, _ in plan.new_operands)
-    # The ops whose regions get an inserted op (which has effects).
-    holders = frozenset(id(b.owner) for b in blocks
-                        if any(isinstance(item, NewOp) for item in b.items))
-    return [*after_rewrite(text, func, walker.plans, name, frozenset(uses), holders, ops),
+            uses.update([value for value, _ in plan.new_operands])
+    return [*after_rewrite(text, func, walker.plans, name, frozenset(uses), frozenset(holders),
+                           ops),
             *stream_hazards_after(blocks, walker.plans, name)]
 
 

@@ -25,9 +25,29 @@ cdef class NameAllocator:
 
 cpdef bint is_already_async(IrOp op) except -1
 
+# What the rewrite does to one function: filled in by the walk (its sync ops, blockers, steps)
+# through C fields.
+cdef class FunctionRewrite:
+    cdef public IrOp func
+    cdef public str name
+    cdef public list sync_ops
+    cdef public list blockers
+    cdef public str semantics
+    cdef public bint thread_launch
+    cdef public list serialized
+    cdef public bint has_wait
+    cdef public str lowering
+    cdef public object _steps
+    cdef public object _text
+    cdef public object _walker
+    cdef public object _edits
+    cdef public object _memory_ops
+    cdef public object _plain
+    cdef public object _plain_edits
+
 cdef class ThreadTokenWalker:
     cdef public str text
-    cdef public object rw
+    cdef public FunctionRewrite rw
     cdef public bint planning
     cdef public bint llvm22
     cdef public bint sync_only

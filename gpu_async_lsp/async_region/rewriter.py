@@ -160,10 +160,11 @@ class WaitStep(NamedTuple):
 
 
 class FunctionRewrite:
-    """What the rewrite does (or cannot do) to one func.func. A plain class, its __init__
-    written out: a dataclass's is Python the build does not compile, run for every function
-    of a first open (with six lists made by factories), and its class made at import was
-    part of `check`'s start. Compared by identity."""
+    """What the rewrite does (or cannot do) to one func.func. A plain class with slots, its
+    __init__ written out: a dataclass's is Python the build does not compile, run for every
+    function of a first open (with six lists made by factories), and its class made at
+    import was part of `check`'s start; an extension type in the build (rewriter.pxd), which
+    the walk fills in through C fields. Compared by identity."""
 
     func: Op
     name: str  # `@f`
@@ -194,6 +195,10 @@ class FunctionRewrite:
     _memory_ops: list | None
     _plain: object  # PlainPlan | False
     _plain_edits: list[TextEdit] | None
+
+    __slots__ = ("func", "name", "sync_ops", "blockers", "semantics", "thread_launch",
+                 "serialized", "has_wait", "lowering", "_steps", "_text", "_walker", "_edits",
+                 "_memory_ops", "_plain", "_plain_edits")
 
     def __init__(self, func: Op, name: str, sync_ops: list[Op] | None = None,
                  blockers: list[Finding] | None = None, semantics: str = ORIGINAL,
