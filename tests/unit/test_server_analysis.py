@@ -553,7 +553,8 @@ def test_check_blocks_of_a_dead_process_are_analysed_here(monkeypatch):
     claimed = []
 
     def dies_after_claiming(fn, *args):
-        claims, start = args[-2], args[-1]
+        k = next(k for k, a in enumerate(args) if isinstance(a, parallel.Claims))
+        claims, start = args[k], args[k + 1]
         walk = claims.walk(start)
         claimed.extend(next(walk) for _ in range(3))
         return _Dead()
@@ -562,6 +563,35 @@ def test_check_blocks_of_a_dead_process_are_analysed_here(monkeypatch):
     text = _chunked_text()
     assert parallel.analyze_in_shares(text, False, 2) == parallel.analyze_in_shares(text, False, 1)
     assert len(claimed) == 3
+
+
+def test_outbox_gives_back_what_a_forked_process_put_and_the_pipe_what_did_not_fit():
+    import pickle
+
+    from gpu_async_lsp.parallel import Outbox, in_forked_process
+
+    outbox = Outbox(4096)
+
+    def put_some(box):
+        return [box.put(pickle.dumps(("small", k))) for k in range(3)] + [
+            box.put(pickle.dumps("x" * 10_000))]
+
+    try:
+        where = in_forked_process(put_some, outbox)()
+        assert [type(w) for w in where] == [tuple, tuple, tuple, bytes]
+        assert [outbox.load(w) for w in where] == [("small", 0), ("small", 1), ("small", 2),
+                                                  "x" * 10_000]
+    finally:
+        outbox.close()
+
+
+def test_check_blocks_through_the_pipe_alone_equal_one_process(monkeypatch):
+    """With no room in the outbox, every block's results come through the pipe."""
+    from gpu_async_lsp import parallel
+
+    monkeypatch.setattr(parallel, "OUTBOX_PER_CHAR", 0)
+    text = _chunked_text()
+    assert parallel.analyze_in_shares(text, False, 2) == parallel.analyze_in_shares(text, False, 1)
 
 
 def test_check_blocks_shared_by_three_processes_equal_one_process():
