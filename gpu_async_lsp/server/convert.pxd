@@ -9,7 +9,9 @@ cpdef str placed_diagnostic_text(str uri, f, Py_ssize_t line, Py_ssize_t column,
                                  related, severity, dict tails=*)
 
 # unit_fragment writes a unit's diagnostics into one C buffer: its counters and numbers are C
-# integers, the pieces copied from their UTF-8 (ASCII) form.
+# integers, the pieces copied from their UTF-8 (ASCII) form, each finding's fields read as the
+# tuple's items (fields.pxd).
+cimport gpu_async_lsp.syntax.fields as tf
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 

@@ -12,6 +12,7 @@ import json
 from lsprotocol import types as lsp
 from lsprotocol.converters import get_converter
 
+import gpu_async_lsp.syntax.fields as tf
 from gpu_async_lsp.async_region.findings import SOURCE, Finding, Severity
 from gpu_async_lsp.edits import TextEdit
 from gpu_async_lsp.ide import features
@@ -159,22 +160,23 @@ def unit_fragment(findings: tuple, source: str, encoding: str, line: int, column
     previous = 0
     for k in range(n):
         f = findings[k]
-        if f.related:
+        if tf.at(f, tf.FINDING_RELATED):
             return None
-        start = f.start
-        end = f.end
+        start = tf.at(f, tf.FINDING_START)
+        end = tf.at(f, tf.FINDING_END)
         if start < previous or end < start:
             return None
         previous = end
-        code = f.code
-        level = severity.get(code, f.severity)
+        code = tf.at(f, tf.FINDING_CODE)
+        level = severity.get(code, tf.at(f, tf.FINDING_SEVERITY))
         if level is None:
             kept.append(None)
             continue
-        key = (f.message, code, f.severity)
+        message = tf.at(f, tf.FINDING_MESSAGE)
+        key = (message, code, tf.at(f, tf.FINDING_SEVERITY))
         tail = tails.get(key)
         if tail is None:
-            tail = tails[key] = (f'"message":{_json_string(f.message)},'
+            tail = tails[key] = (f'"message":{_json_string(message)},'
                                  f'"severity":{int(level)},'
                                  f'"code":{_json_string(code)},"source":{_SOURCE_JSON}')
         kept.append(tail)
@@ -194,8 +196,8 @@ def unit_fragment(findings: tuple, source: str, encoding: str, line: int, column
         for k in range(n):
             tail = kept[k]
             f = findings[k]
-            start = f.start
-            end = f.end
+            start = tf.at(f, tf.FINDING_START)
+            end = tf.at(f, tf.FINDING_END)
             # The start's place, then the end's: counted on from the last offset.
             for side in range(2):
                 o = min(max(start if side == 0 else end, 0), length)

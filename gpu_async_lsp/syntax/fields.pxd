@@ -1,4 +1,4 @@
-# fields.py's names in the builds that cimport this (parser, prelex): a token's field read as
+# fields.py's names in the builds that cimport this (parser, prelex, convert): a token's field read as
 # the tuple's item in C (checked: a tuple holding that many items, else Python's indexing and
 # its error), and the fields' indexes as C constants (tests/unit/test_lexer.py holds them to
 # the tokens' named tuples).
@@ -23,6 +23,12 @@ cdef enum:
     DEPS_OPEN = 10
     DEPS_CLOSE = 11
     OPERANDS_START = 12
+    FINDING_CODE = 0
+    FINDING_MESSAGE = 1
+    FINDING_START = 2
+    FINDING_END = 3
+    FINDING_SEVERITY = 4
+    FINDING_RELATED = 5
 
 cdef inline object at(object t, Py_ssize_t i):
     if PyTuple_Check(t) and 0 <= i < PyTuple_GET_SIZE(t):

@@ -515,7 +515,16 @@ def test_token_field_indexes_are_the_named_tuples_fields():
             assert token._fields.index(field) == getattr(fields, name.upper()), (token, name)
     pxd = (Path(fields.__file__).with_suffix(".pxd")).read_text()
     constants = dict(re.findall(r"^    ([A-Z_]+) = (\d+)$", pxd, re.M))
-    assert len(constants) == 15
+    assert len(constants) == 21
     for name, value in constants.items():
         assert getattr(fields, name) == int(value), name
     assert fields.at(LineToken("line", 1, 2, "x", True, 3, 4, -1, -1, False, 0), 6) == 4
+
+
+def test_finding_field_indexes_are_the_named_tuples_fields():
+    """The publication (server/convert.py) reads a finding's fields by fields.py's indexes."""
+    from gpu_async_lsp.async_region.findings import Finding
+    from gpu_async_lsp.syntax import fields
+
+    for name in ("code", "message", "start", "end", "severity", "related"):
+        assert Finding._fields.index(name) == getattr(fields, f"FINDING_{name.upper()}"), name

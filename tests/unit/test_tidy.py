@@ -37,6 +37,7 @@ LAZY = {
     "concurrent.futures": "`check` of several files only (4 ms)",
     "ctypes": "prctl, in a forked process only (2.5 ms)",
     "difflib": "--diff only",
+    "fcntl": "a forked process's pipe widened (not on Windows, which forks none)",
     "importlib": "the grammar from a zipped package only (10 ms)",
     "io": "with pickle, in forked processes only",
     "json": "JSON and SARIF output only",
