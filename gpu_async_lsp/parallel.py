@@ -115,6 +115,9 @@ def _analyzed_in_shares(text: str, strict: bool, jobs: int, semantics: str, thre
         return _done(_analyze_share(text, 0, None, strict, rules, layout), idle)
     counts = leaf_counts(layout)
     args = (text, blocks, strict, rules, layout, counts)
+    # Loaded here for the results this process will load, so that the forked ones have it (it
+    # was 2 of the 6-7 ms from a fork to a forked process's first block).
+    import pickle  # noqa: F401
     claims = Claims(len(blocks))
     done: dict[int, tuple] = {}
     children = []
@@ -184,12 +187,18 @@ def _claimed_blocks_pickled(text: str, blocks: list, strict: bool, rules: tuple,
     """_claimed_blocks in a forked process: each block's result pickled as soon as it is
     made, while the other process still analyses, not all at the end (20 ms at 50k lines,
     which the other process waited for), and left in `outbox` (what is returned through the
-    pipe is where each lies)."""
+    pipe is where each lies). Its parent gone (killed: it does not die with it, `_detach`),
+    it claims no further block."""
     import pickle
 
-    return {i: outbox.put(pickle.dumps(_analyze_share(text, *blocks[i], strict, rules, layout,
-                                                      counts), pickle.HIGHEST_PROTOCOL))
-            for i in claims.walk(start)}
+    parent = os.getppid()
+    out = {}
+    for i in claims.walk(start):
+        out[i] = outbox.put(pickle.dumps(_analyze_share(text, *blocks[i], strict, rules, layout,
+                                                        counts), pickle.HIGHEST_PROTOCOL))
+        if os.getppid() != parent:
+            break
+    return out
 
 
 def usable_cpus() -> int:
@@ -317,13 +326,16 @@ def _widen_pipe(fd: int) -> None:
 def _detach(parent: int, keep: int) -> None:
     """In a forked child: hold no file of the parent's but `keep` (the client of a language
     server reads its stdout to the end: a child holding it would keep that pipe open after
-    the server exits), and die with the parent (Linux: PR_SET_PDEATHSIG)."""
+    the server exits), and die with the parent (Linux: PR_SET_PDEATHSIG) where the parent
+    looked prctl up before (`prepare_forks`: the server). `check`'s process does not: ctypes'
+    import was 3 of the 6-7 ms from its fork to its first block, which the other process
+    worked alone; it looks for its parent between blocks instead (`_claimed_blocks_pickled`)."""
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 16)
-    prctl = _prctl()
+    prctl = _PRCTL[0] if _PRCTL else None
     if prctl is not None:
         prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the parent is gone already
@@ -336,7 +348,8 @@ _PRCTL: list = []  # prctl, once looked up (None where there is none)
 def prepare_forks() -> None:
     """Look up what a forked child sets itself up with, in a process that forks many times
     and can spare the time before (the language server): ctypes' import took 2 of the 3 ms
-    from a fork to the child's first work. `check` forks once: its child looks it up."""
+    from a fork to the child's first work. Without it a child does not die with its parent
+    (`_detach`)."""
     _prctl()
 
 
@@ -350,7 +363,7 @@ def _find_prctl():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes  # in the child only, for `check`: 3 ms of every start of the command
+        import ctypes  # by the server only (`prepare_forks`): 3 ms of every start of `check`
 
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):

@@ -585,6 +585,28 @@ def test_outbox_gives_back_what_a_forked_process_put_and_the_pipe_what_did_not_f
         outbox.close()
 
 
+def test_a_forked_check_process_claims_no_block_once_its_parent_is_gone(monkeypatch):
+    """check's forked process does not die with its parent (no prctl looked up for it): it
+    stops claiming blocks once its parent is gone."""
+    from gpu_async_lsp import parallel
+
+    text = _chunked_text()
+    layout = parallel.split_document(text)
+    blocks = parallel._shares(parallel.leaf_unit_sizes(layout), 8)
+    claims = parallel.Claims(len(blocks))
+    outbox = parallel.Outbox(4 * len(text))
+    parents = iter([100, 100, 1])  # at the start, after the first block, after the second
+    monkeypatch.setattr(parallel.os, "getppid", lambda: next(parents))
+    try:
+        done = parallel._claimed_blocks_pickled(text, blocks, False, ("original", False, "none",
+                                                False), layout, parallel.leaf_counts(layout),
+                                                claims, 0, outbox)
+        assert sorted(done) == [0, 1]
+    finally:
+        claims.close()
+        outbox.close()
+
+
 def test_check_blocks_through_the_pipe_alone_equal_one_process(monkeypatch):
     """With no room in the outbox, every block's results come through the pipe."""
     from gpu_async_lsp import parallel

@@ -35,7 +35,7 @@ DYNAMIC = {
 # (`python -X importtime`, milliseconds on the 2-core machine) or why it is loaded late.
 LAZY = {
     "concurrent.futures": "`check` of several files only (4 ms)",
-    "ctypes": "prctl, in a forked process only (2.5 ms)",
+    "ctypes": "prctl, looked up by the server before it forks (2.5 ms)",
     "difflib": "--diff only",
     "fcntl": "a forked process's pipe widened (not on Windows, which forks none)",
     "importlib": "the grammar from a zipped package only (10 ms)",
