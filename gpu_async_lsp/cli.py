@@ -91,6 +91,9 @@ class CheckOptions(NamedTuple):
     # Processes one big buffer may be shared among (files checked in turn only: the workers of
     # a file pool do not fork again).
     buffer_jobs: int = 1
+    # The line of each function the fix rewrites (--show-fixes lists them): counted in the
+    # fixed text, 2.6 ms of a 50k-line fix's sequential end for 2,229 functions.
+    rewritten_lines: bool = True
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -184,8 +187,10 @@ def check_text(text: str, display: str, options: CheckOptions) -> tuple[FileResu
         # counted in one pass.
         index = LineIndex(fixed) if findings else None
         result = FileResult(display, finding_dicts(index, findings, fixes) if findings else [])
-        lines = positions_of(fixed, [moved(f.start) if moved else f.start for f in hints], UTF32)
-        result.rewritten = [(f.function, line + 1) for f, (line, _) in zip(hints, lines)]
+        if options.rewritten_lines:
+            lines = positions_of(fixed, [moved(f.start) if moved else f.start for f in hints],
+                                 UTF32)
+            result.rewritten = [(f.function, line + 1) for f, (line, _) in zip(hints, lines)]
         _hold_until_next(findings, edits, moved, hints, lowering)
     result.changed = fixed != text
     if options.diff and result.changed:
@@ -332,7 +337,8 @@ def _run_parallel(files, displays, options, jobs, on_result, progress):
 
 def run_check(args, stdin, stdout, stderr) -> int:
     options = CheckOptions(fix=args.fix, diff=args.diff,
-                           fix_details=args.statistics or args.output_format in FIX_FORMATS)
+                           fix_details=args.statistics or args.output_format in FIX_FORMATS,
+                           rewritten_lines=args.show_fixes)
     paths = args.paths or ([STDIN] if args.stdin_filename else ["."])
     if STDIN in paths and len(paths) > 1:
         print(f"{PROG} check: error: '-' (stdin) cannot be combined with other paths",
