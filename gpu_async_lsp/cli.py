@@ -43,7 +43,7 @@ from gpu_async_lsp.async_region.rewriter import ORIGINAL, moved_findings
 from gpu_async_lsp.async_region.suppression import suppress
 from gpu_async_lsp.config import Config, ConfigError, Resolver, reported
 from gpu_async_lsp.gcpause import gc_paused
-from gpu_async_lsp.options import add_arguments, given_arguments
+from gpu_async_lsp.options import HelpFormatter, add_arguments, given_arguments
 from gpu_async_lsp.parallel import analyze_in_shares, usable_cpus
 from gpu_async_lsp.report import (
     COLOR_CHOICES,
@@ -514,14 +514,15 @@ def _jobs(value: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=PROG, formatter_class=HelpFormatter,
         description="MLIR's gpu-async-region rewrite, applied to .mlir source text: a language "
                     "server (the default) and a checker for CI.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{check,tree,serve}")
 
     check = sub.add_parser(
-        "check", help="report what blocks the rewrite; with --fix apply it",
+        "check", formatter_class=HelpFormatter,
+        help="report what blocks the rewrite; with --fix apply it",
         description="Check .mlir files (directories are searched recursively; '-' reads "
                     "stdin). Findings go to stdout, the summary and errors to stderr. "
                     "Exit status: 0 no error remains, 1 errors remain (or --diff has a diff), "
@@ -574,12 +575,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="files checked in parallel, and processes sharing a big file "
                             "(default: the CPUs this process may use)")
 
-    tree = sub.add_parser("tree", help="print the op tree as the parser sees it",
+    tree = sub.add_parser("tree", formatter_class=HelpFormatter,
+                          help="print the op tree as the parser sees it",
                           description="One op per line, two spaces per nesting level; syntax "
                                       "errors to stderr (exit 1).")
     tree.add_argument("file", metavar="FILE", help="a .mlir file or '-' for stdin")
 
     sub.add_parser("serve", parents=[build_serve_parser(add_help=False)],
+                   formatter_class=HelpFormatter,
                    help="run the language server (the default)",
                    description="Serve LSP over stdio (or TCP).")
     return parser

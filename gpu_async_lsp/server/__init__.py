@@ -10,11 +10,14 @@ import argparse
 import sys
 import threading
 
+from gpu_async_lsp.options import HelpFormatter
+
 
 def build_arg_parser(add_help: bool = True) -> argparse.ArgumentParser:
     """The options of `gpu-async-lsp serve` (importing this module does not import pygls)."""
     p = argparse.ArgumentParser(prog="gpu-async-lsp serve", add_help=add_help,
-                                description="Serve the Language Server Protocol.")
+                                description="Serve the Language Server Protocol.",
+                                formatter_class=HelpFormatter)
     p.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (the default)")
     p.add_argument("--tcp", action="store_true", help="serve one TCP client")
     p.add_argument("--host", default="127.0.0.1", help="TCP host (default 127.0.0.1)")

@@ -1135,7 +1135,8 @@ def test_check_of_host_code_imports_only_what_it_uses(tmp_path):
     """A `check --fix` of plain host code (no config file, text output, one process) does not
     import what it does not use: Lark (no unit needs it), tomllib, difflib, urllib, logging,
     ctypes, multiprocessing, json, pickle, tempfile, dataclasses (and inspect, which it
-    imports: 6 ms, and 10 more to make 20 classes). Each was milliseconds of every start."""
+    imports: 6 ms, and 10 more to make 20 classes), shutil (argparse's formatter asked it the
+    terminal's width: 1.8 ms). Each was milliseconds of every start."""
     src = tmp_path / "host.mlir"
     src.write_text(_HOST_FOR_IMPORTS)
     probe = (
@@ -1144,13 +1145,35 @@ def test_check_of_host_code_imports_only_what_it_uses(tmp_path):
         f"code = main(['check', '--fix', {str(src)!r}])\n"
         "print(sorted(m for m in ('lark', 'tomllib', 'difflib', 'urllib.parse', 'logging',\n"
         "                         'ctypes', 'multiprocessing', 'pathspec', 'json', 'pickle',\n"
-        "                         'tempfile', 'dataclasses', 'inspect')\n"
+        "                         'tempfile', 'dataclasses', 'inspect', 'shutil')\n"
         "             if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=tmp_path).stdout
     assert out.strip().splitlines()[-1] == "[]", out
     assert "gpu.wait async" in src.read_text()  # it did rewrite
+
+
+def test_help_is_as_wide_as_shutil_says_the_terminal_is(monkeypatch):
+    """The parsers' formatter reads the width as shutil.get_terminal_size would: every help
+    text is the one argparse's own formatter makes."""
+    import argparse
+    import shutil
+
+    from gpu_async_lsp.options import _terminal_columns
+
+    for columns in ("60", "123", "0", "wide", None):
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        assert _terminal_columns() == shutil.get_terminal_size().columns, columns
+        parser = cli.build_parser()
+        parsers = [parser, *parser._subparsers._group_actions[0].choices.values()]
+        ours = [p.format_help() for p in parsers]
+        for p in parsers:
+            p.formatter_class = argparse.HelpFormatter
+        assert ours == [p.format_help() for p in parsers], columns
 
 
 _HOST_FOR_IMPORTS = """module attributes {gpu.container_module} {
