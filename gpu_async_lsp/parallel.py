@@ -280,7 +280,6 @@ def in_forked_process(fn, *args):
     language server's reader thread holds while it waits for input, and would hang there. The
     child touches nothing but `fn` and its end of a pipe."""
     read_fd, write_fd = os.pipe()
-    _widen_pipe(write_fd)
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child
@@ -304,23 +303,6 @@ def in_forked_process(fn, *args):
             os._exit(status)  # no heap teardown, no atexit handlers, no stream flushes
     os.close(write_fd)
     return _Forked(pid, read_fd)
-
-
-# The most a forked process's pipe holds (Linux; its limit for a process without privileges,
-# /proc/sys/fs/pipe-max-size, is 1 MiB by default). Half a 50k-line fix's results are ~1.9 MB:
-# through the default 64 KiB the reader waited on the writer's wake-ups 29 times (3.6-4 ms
-# from the first byte to the last, after the process had ended its work).
-PIPE_BYTES = 1 << 20
-
-
-def _widen_pipe(fd: int) -> None:
-    """Let the pipe `fd` hold PIPE_BYTES, where the platform allows it (else it stays)."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    except (ImportError, AttributeError, OSError):  # not Linux, or a lower limit
-        pass
 
 
 def _detach(parent: int, keep: int) -> None:

@@ -37,7 +37,6 @@ LAZY = {
     "concurrent.futures": "`check` of several files only (4 ms)",
     "ctypes": "prctl, looked up by the server before it forks (2.5 ms)",
     "difflib": "--diff only",
-    "fcntl": "a forked process's pipe widened (not on Windows, which forks none)",
     "importlib": "the grammar from a zipped package only (10 ms)",
     "io": "with pickle, in forked processes only",
     "json": "JSON and SARIF output only",
