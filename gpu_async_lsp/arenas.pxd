@@ -9,7 +9,9 @@
 cdef extern from *:
     """
     #if defined(__linux__) && !defined(Py_LIMITED_API)
+    #include <stdlib.h>
     #include <sys/mman.h>
+    #include <unistd.h>
     /* Arenas mapped ahead of need (gpu_async_lsp_reserve_arenas) and freed ones kept for
        reuse, up to `keep`: handed out before any new mapping. Only blocks of the object
        allocator's arena size (obmalloc.c: 1 MiB on 64-bit builds) are held; the allocator is
@@ -49,34 +51,45 @@ cdef extern from *:
         }
         munmap(ptr, size);
     }
-    static int gpu_async_lsp_reserve_arenas(int count) {
-        /* A few at a time, each few held as soon as it is mapped: an analysis that starts
-           meanwhile takes them as they come. */
-        void *fresh[4];
+    static int gpu_async_lsp_reserve_arenas(int count, size_t heap_bytes) {
+        /* Everything mapped and touched in one stretch without the GIL, the arenas held
+           after it: taking the GIL back after each few arenas waited up to the
+           interpreter's switch interval (5 ms) each time beside a thread running Python
+           (the server answering `initialize`), and the reserve, 8-12 ms of the kernel's
+           work, took 40-50 ms and ran into the first document's analysis. */
+        void *fresh[GPU_ASYNC_LSP_RESERVE_MAX];
         size_t size = gpu_async_lsp_arena_size;
-        int made, i;
+        int want, made = 0, i;
         if (count > GPU_ASYNC_LSP_RESERVE_MAX)
             count = GPU_ASYNC_LSP_RESERVE_MAX;
         if (count > gpu_async_lsp_keep)
             gpu_async_lsp_keep = count;
-        while (gpu_async_lsp_held_count < count) {
-            made = 0;
-            Py_BEGIN_ALLOW_THREADS  /* the kernel makes the pages; the process goes on */
-            while (made < 4) {
-                void *p = gpu_async_lsp_mapped(size);
-                if (p == NULL)
-                    break;
-                fresh[made++] = p;
+        want = count - gpu_async_lsp_held_count;
+        Py_BEGIN_ALLOW_THREADS  /* the kernel makes the pages; the process goes on */
+        while (made < want) {
+            void *p = gpu_async_lsp_mapped(size);
+            if (p == NULL)
+                break;  /* no memory */
+            fresh[made++] = p;
+        }
+        if (heap_bytes > 0) {
+            /* Allocated, one byte of each page written, freed: kept by the heap (its
+               settings: heap.prepare_heap), resident from now on. Volatile, so that the
+               compiler keeps the writes and with them the allocation. */
+            volatile char *block = (volatile char *)malloc(heap_bytes);
+            size_t page = (size_t)sysconf(_SC_PAGESIZE), at;
+            if (block != NULL) {
+                for (at = 0; at < heap_bytes; at += page)
+                    block[at] = 0;
+                free((void *)block);
             }
-            Py_END_ALLOW_THREADS
-            for (i = 0; i < made; i++) {
-                if (gpu_async_lsp_held_count < gpu_async_lsp_keep)
-                    gpu_async_lsp_held[gpu_async_lsp_held_count++] = fresh[i];
-                else
-                    munmap(fresh[i], size);
-            }
-            if (made < 4 || gpu_async_lsp_keep < count)
-                break;  /* no memory, or the reserve was dropped meanwhile */
+        }
+        Py_END_ALLOW_THREADS
+        for (i = 0; i < made; i++) {
+            if (gpu_async_lsp_held_count < gpu_async_lsp_keep)
+                gpu_async_lsp_held[gpu_async_lsp_held_count++] = fresh[i];
+            else
+                munmap(fresh[i], size);  /* the reserve was dropped meanwhile */
         }
         return gpu_async_lsp_held_count;
     }
@@ -88,10 +101,12 @@ cdef extern from *:
     }
     #else
     static int gpu_async_lsp_populate_arenas(void) { return 0; }
-    static int gpu_async_lsp_reserve_arenas(int count) { (void)count; return 0; }
+    static int gpu_async_lsp_reserve_arenas(int count, size_t heap_bytes) {
+        (void)count; (void)heap_bytes; return 0;
+    }
     static void gpu_async_lsp_drop_reserve(void) {}
     #endif
     """
     int _populate_arenas "gpu_async_lsp_populate_arenas"() noexcept
-    int _reserve_arenas "gpu_async_lsp_reserve_arenas"(int count) noexcept
+    int _reserve_arenas "gpu_async_lsp_reserve_arenas"(int count, size_t heap_bytes) noexcept
     void _drop_reserve "gpu_async_lsp_drop_reserve"() noexcept

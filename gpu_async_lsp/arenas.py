@@ -46,13 +46,18 @@ def populate_arenas() -> bool:
 RESERVE_ARENAS = 24
 
 
-def reserve_arenas(count: int = RESERVE_ARENAS) -> int:
+def reserve_arenas(count: int = RESERVE_ARENAS, heap_bytes: int = 0) -> int:
     """Map arenas now, up to `count` held in reserve (their pages made: resident from now on),
-    and keep freed arenas up to that many; how many are held (0 without the allocator). The
-    mapping runs without the GIL: a thread of its own does it while the process goes on."""
+    and keep freed arenas up to that many; with `heap_bytes`, make that much of the C heap
+    resident too (allocated, each page written, freed: kept where the heap keeps freed
+    memory, as the server's `heap.prepare_heap` sets it). How many arenas are held (0 without
+    the allocator: then nothing is done). All of it runs without the GIL, which is taken
+    back once, at the end: a thread of its own does this while the process goes on (taken
+    back after each few arenas, beside a thread running Python, each wait was up to the
+    interpreter's switch interval: 8-12 ms of the kernel's work took 40-50)."""
     if not populate_arenas():
         return 0
-    return _reserve_arenas(count)  # noqa: F821 (C, arenas.pxd)
+    return _reserve_arenas(count, heap_bytes)  # noqa: F821 (C, arenas.pxd)
 
 
 def drop_reserve() -> None:

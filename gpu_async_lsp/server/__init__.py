@@ -57,12 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     root.setLevel(args.log_level)
 
     from gpu_async_lsp import arenas, parallel, regex_cache
-    from gpu_async_lsp.server.heap import prepare_heap, reserve_heap
+    from gpu_async_lsp.server.heap import HEAP_RESERVE, prepare_heap, reserve_heap
 
     # Before anything big is made: a first open's objects then come on pages made at once,
     # its big blocks from a heap the process keeps (heap.py).
     arenas.populate_arenas()
-    prepare_heap()
+    heap_prepared = prepare_heap()
     from gpu_async_lsp.server.handlers import build_server
     from gpu_async_lsp.syntax import build_parser_once
 
@@ -76,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     # client and the server greet each other (a thread of its own, on another CPU where
     # there is one: arenas.py, heap.py).
     def reserve_memory():
-        arenas.reserve_arenas()
-        reserve_heap()
+        # One stretch without the GIL where the build has the allocator (arenas.py); else
+        # the heap alone, through ctypes.
+        if not arenas.reserve_arenas(heap_bytes=HEAP_RESERVE if heap_prepared else 0):
+            reserve_heap()
 
     threading.Thread(target=reserve_memory, name="memory reserve", daemon=True).start()
     if args.tcp:

@@ -181,12 +181,52 @@ def test_python_build_reserves_nothing():
     assert not on and held == 0
 
 
+# A process forked from the server's start: the reserve made by a thread of its own while
+# this one runs Python and never lets go of the GIL (a switch interval of 100 s, a loop of
+# 2 s); then how many pages are resident that were not. The arenas and the heap are made
+# in one stretch without the GIL: all of them; taking the GIL back after each few arenas,
+# the thread would have stopped after the first few.
+_RESERVE_BESIDE_PYTHON_PROBE = textwrap.dedent("""
+    import sys, threading, time
+    from gpu_async_lsp import arenas
+    from gpu_async_lsp.server import heap
+    assert arenas.populate_arenas() and heap.prepare_heap()
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1])
+
+    before = rss()
+    sys.setswitchinterval(100)
+    threading.Thread(target=arenas.reserve_arenas, args=(24, 8 << 20), daemon=True).start()
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        pass
+    print(rss() - before)
+""")
+
+
+def test_the_reserve_is_made_while_python_runs_beside_it():
+    _needs_linux_build()
+    if heap_module()._LIBC is None:
+        pytest.skip("glibc's mallopt")
+    proc = subprocess.run([sys.executable, "-c", _RESERVE_BESIDE_PYTHON_PROBE],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    pages = int(proc.stdout)
+    assert pages > (24 + 6) * 256, pages  # 24 arenas of 1 MiB and most of 8 MiB of heap
+
+
 _HEAP_PROBE = textwrap.dedent("""
     import resource, sys
+    from gpu_async_lsp import arenas
     from gpu_async_lsp.server import heap
     if sys.argv[1] == "reserve":
         assert heap.prepare_heap()
         heap.reserve_heap(8 << 20)
+    elif sys.argv[1] == "with-arenas":  # the compiled build's way: arenas.pxd
+        assert heap.prepare_heap()
+        assert arenas.reserve_arenas(1, 8 << 20) == 1
 
     def faults():
         return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -215,6 +255,9 @@ def test_the_server_heap_keeps_big_blocks_resident():
     plain, reserved = faults("plain"), faults("reserve")
     assert plain > 4000, plain  # 3 x 8 MB mapped and faulted anew
     assert reserved < plain // 10, (reserved, plain)
+    if "gpu_async_lsp.arenas" in _compiled._built and sys.platform.startswith("linux"):
+        with_arenas = faults("with-arenas")
+        assert with_arenas < plain // 10, (with_arenas, plain)
 
 
 def heap_module():
