@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcRequestCancelled
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -40,7 +40,7 @@ from gpu_async_lsp.server import convert, responses
 from gpu_async_lsp.server.capabilities import ClientFeatures
 from gpu_async_lsp.server.documents import DocState, Documents
 from gpu_async_lsp.server.heap import Heap, freeze_if_big
-from gpu_async_lsp.server.protocol import Protocol, Utf8Reader
+from gpu_async_lsp.server.protocol import Protocol, StdinMessageReader, Utf8Reader
 from gpu_async_lsp.server.settings import Settings, effective, parse_settings, severity_table
 from gpu_async_lsp.text import LineIndex
 
@@ -79,7 +79,7 @@ class GpuAsyncServer(LanguageServer):
 
     def start_io(self, stdin=None, stdout=None):
         self._stop_event = Event()
-        reader = Utf8Reader(StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool),
+        reader = Utf8Reader(StdinMessageReader(stdin or sys.stdin.buffer, self.thread_pool),
                             self.protocol)
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         try:
