@@ -60,6 +60,7 @@ class RawResult:
 
 # pygls's header rule (pygls.io_.run_async): the first such line gives the body's length.
 _CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
+_READ_AT_ONCE = 64 << 20  # a 1.5M-line document's didOpen
 
 
 class StdinMessageReader:
@@ -92,7 +93,24 @@ class StdinMessageReader:
                 if match:
                     length = int(match.group(1))
             elif not line.strip():
-                return lines, self._stdin.read(length) if length else None
+                return lines, self._read(length) if length else None
+
+    def _read(self, n: int) -> bytes:
+        """In the thread: n bytes, or those up to the end of the input. A body over
+        `_READ_AT_ONCE` is read in pieces: `read(n)` allocates n bytes first, and a header
+        that claims more than the memory (`Content-Length: 99999999999999`) ended the
+        server with a MemoryError; now it waits for the body like any other, and ends as
+        at the end of the input if that comes first."""
+        if n <= _READ_AT_ONCE:
+            return self._stdin.read(n)
+        pieces = []
+        while n > 0:
+            piece = self._stdin.read(min(n, _READ_AT_ONCE))
+            if not piece:
+                break
+            pieces.append(piece)
+            n -= len(piece)
+        return b"".join(pieces)
 
     async def readline(self) -> bytes:
         if not self._lines:
@@ -105,7 +123,7 @@ class StdinMessageReader:
         body, self._body = self._body, None
         if body is None or len(body) != n:  # not read ahead (not pygls's loop): read it now
             loop = asyncio.get_running_loop()
-            rest = await loop.run_in_executor(self._executor, self._stdin.read,
+            rest = await loop.run_in_executor(self._executor, self._read,
                                               n - len(body or b""))
             body = (body or b"") + rest
         return body

@@ -108,3 +108,37 @@ def test_a_message_is_one_hand_off():
     asyncio.run(loop())
     assert len(seen.messages) == 3
     assert len(calls) == 4  # a message each, and the end of the input
+
+
+def test_a_body_longer_than_memory_is_waited_for_not_allocated():
+    """`Content-Length: 99999999999999`: read(n) would allocate n bytes first and fail; the
+    reader waits for the body like any other, and what came of it is handed on at the end
+    of the input."""
+    data = b"Content-Length: 99999999999999\r\n\r\n{}"
+    seen, errors = _handled(StdinMessageReader, data)
+    assert seen == [("object", ())] and errors == []
+
+
+def test_the_server_survives_a_length_longer_than_memory(tmp_path):
+    """The real server over pipes: alive while the body is awaited, and at the end of its
+    input it ends as without `exit` (status 1), with no traceback."""
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "gpu_async_lsp", "serve"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"processId": None, "rootUri": None,
+                                  "capabilities": {}}}).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(init), init))
+    proc.stdin.write(b"Content-Length: 99999999999999\r\n\r\n{}")
+    proc.stdin.flush()
+    time.sleep(1.0)
+    assert proc.poll() is None, proc.stderr.read().decode("utf-8", "replace")
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 1
+    err = proc.stderr.read().decode("utf-8", "replace")
+    assert "Traceback" not in err and "MemoryError" not in err, err
+    assert b'"id": 1' in proc.stdout.read()
