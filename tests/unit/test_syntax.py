@@ -155,6 +155,43 @@ def test_leaf_shares_skip_chunks_whole_and_parse_each_chunk_once():
         assert sorted(seen) == [s for s, _, _ in layout], cut
 
 
+def test_leaf_shares_parse_their_leaves_and_every_container():
+    """Any share [lo, hi) of a chunk with nested containers (holding one leaf unit of it at
+    least) parses exactly its leaf units (counted in text order) and every container op: the
+    shares of a big check are cut anywhere."""
+    from gpu_async_lsp.syntax.parser import LeafShare, leaf_counts, parse_document, split_document
+
+    leaf = "func.func @f{}() {{\n  return\n}}\n"
+    text = (leaf.format(0) + "module @a {\n" + leaf.format(1)
+            + "  gpu.module @k {\n    gpu.func @g() kernel {\n      gpu.return\n    }\n  }\n"
+            + leaf.format(2) + "  module @empty {\n  }\n  module @b {\n" + leaf.format(3)
+            + leaf.format(4) + "  }\n}\n" + leaf.format(5) + leaf.format(6))
+    layout = split_document(text)
+    counts = leaf_counts(layout)
+    whole = parse_document(text, layout=layout)
+
+    containers = {op.start for op in whole.walk() if op.name in ("builtin.module", "gpu.module")}
+    leaves = [op.start for op in whole.walk()
+              if op.start not in containers and not _inside_leaf(op, whole, containers)]
+    assert sum(counts) == len(leaves) == 8, (counts, leaves)
+    for lo in range(len(leaves)):  # a share holding none of a chunk's leaves skips it whole
+        for hi in list(range(lo + 1, len(leaves) + 1)) + [None]:
+            doc = parse_document(text, LeafShare(lo, hi, counts), layout)
+            wanted = set(leaves[lo:hi])
+            got_containers = {op.start for op in doc.walk() if op.start in containers}
+            got_leaves = {op.start for op in doc.walk() if op.start in leaves}
+            assert got_containers == containers, (lo, hi)
+            assert got_leaves == wanted, (lo, hi, sorted(got_leaves), sorted(wanted))
+
+
+def _inside_leaf(op, doc, containers) -> bool:
+    """Is `op` nested in a leaf op (a function's body), not a container's block?"""
+    for top in doc.walk():
+        if top.start not in containers and top is not op and top.start < op.start < top.end:
+            return True
+    return False
+
+
 def test_written_out_inits_give_every_field_its_declared_default():
     """The IR's __init__s are written out (speed): a field added to a class must be set there,
     to its declared default (Op's: OP_FIELDS, empty or None but `end`), and lists must not be
