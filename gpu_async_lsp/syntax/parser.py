@@ -765,7 +765,7 @@ def iter_units(text: str, start: int, end: int, units: list[Unit] | None = None,
     is parsed with: `builtin` at the top, the one a container's op sets inside it (the
     outer one where its header does not parse). This is the one walk of containers: the
     parser, the server's analysis and the tests use it. `memo`: see `container_header`.
-    `share`: only the leaf units it takes (`LeafShare.take`, each leaf counted in order),
+    `share`: only the leaf units in it (each leaf counted in text order on `share.index`),
     every container. A list, not a generator: resuming one per unit cost a first open 2 ms
     at 50k lines."""
     if units is None:
@@ -779,7 +779,7 @@ def _visit_units(text: str, units: list[Unit], dialect: str | None, device: bool
                  memo: dict | None, out: list, share: LeafShare | None = None) -> None:
     for unit in units:
         if unit.region is None:
-            if share is not None:  # LeafShare.take, inline: thousands of leaves a block
+            if share is not None:  # the leaf's number: is it in [lo, hi)?
                 i = share.index
                 share.index = i + 1
                 if i < share.lo or (share.hi is not None and i >= share.hi):
@@ -806,11 +806,6 @@ class LeafShare:
         self.hi = hi
         self.index = 0
         self.counts = counts
-
-    def take(self) -> bool:
-        i = self.index
-        self.index += 1
-        return self.lo <= i and (self.hi is None or i < self.hi)
 
     def holds(self, a: int, b: int) -> bool:
         """Does a chunk of leaf units [a, b) hold any of the share? A chunk of none (a header,
