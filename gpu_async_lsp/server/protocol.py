@@ -358,10 +358,7 @@ def _did_change_configuration(data) -> lsp.DidChangeConfigurationNotification | 
 
 def _did_open(data) -> lsp.DidOpenTextDocumentNotification | None:
     """`textDocument/didOpen`: its document's uri, language and text strings, its version an
-    int in LSP's range."""
-    if not isinstance(data, dict) or data.get("method") != lsp.TEXT_DOCUMENT_DID_OPEN \
-            or data.get("jsonrpc") != JsonRPCProtocol.VERSION or "id" in data:
-        return None
+    int in LSP's range (the message's own fields: `made_without_cattrs`)."""
     params = data.get("params")
     doc = params.get("textDocument") if isinstance(params, dict) else None
     if not isinstance(doc, dict):

@@ -11,7 +11,7 @@ import random
 from lsprotocol import types as lsp
 from pygls.protocol import default_converter
 
-from gpu_async_lsp.server.protocol import _did_open, made_without_cattrs
+from gpu_async_lsp.server.protocol import made_without_cattrs
 
 CONVERTER = default_converter()
 
@@ -32,7 +32,7 @@ def test_made_as_cattrs_makes_it():
         if i % 3 == 0:
             document["extra"] = [1, 2]  # keys LSP does not know are ignored by both
         message = _message(document)
-        made = _did_open(message)
+        made = made_without_cattrs(message)
         assert made is not None
         assert made == CONVERTER.structure(message, lsp.DidOpenTextDocumentNotification)
 
@@ -50,13 +50,13 @@ def test_anything_off_type_is_left_to_cattrs():
         "not a document",
     ]
     for document in off:
-        assert _did_open(_message(document)) is None
-    assert _did_open(_message(good, id=3)) is None  # a request, not a notification
-    assert _did_open({**_message(good), "jsonrpc": "1.0"}) is None
-    assert _did_open({**_message(good), "method": lsp.TEXT_DOCUMENT_DID_CHANGE}) is None
-    assert _did_open({"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_DID_OPEN}) is None
-    assert _did_open({**_message(good), "params": []}) is None
-    assert _did_open([]) is None and _did_open(None) is None
+        assert made_without_cattrs(_message(document)) is None
+    assert made_without_cattrs(_message(good, id=3)) is None  # a request, not a notification
+    assert made_without_cattrs({**_message(good), "jsonrpc": "1.0"}) is None
+    assert made_without_cattrs({**_message(good), "method": lsp.TEXT_DOCUMENT_DID_CHANGE}) is None
+    assert made_without_cattrs({"jsonrpc": "2.0", "method": lsp.TEXT_DOCUMENT_DID_OPEN}) is None
+    assert made_without_cattrs({**_message(good), "params": []}) is None
+    assert made_without_cattrs([]) is None and made_without_cattrs(None) is None
 
 
 def _json_value(rng: random.Random, depth: int = 0):
@@ -86,7 +86,8 @@ def test_the_other_notifications_are_made_as_cattrs_makes_them():
         assert made is not None
         assert made == CONVERTER.structure(message, lsp.InitializedNotification)
     document = {"uri": "file:///a.mlir", "languageId": "mlir", "version": 1, "text": "x"}
-    assert made_without_cattrs(_message(document)) == _did_open(_message(document))
+    assert made_without_cattrs(_message(document)) == CONVERTER.structure(
+        _message(document), lsp.DidOpenTextDocumentNotification)
 
 
 def test_the_other_notifications_off_type_are_left_to_cattrs():
